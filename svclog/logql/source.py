@@ -1,0 +1,66 @@
+"""What the engine reads: a two-method protocol implemented by queriers (and by tests).
+
+A source yields one `StreamBlock` per matching stream: entries sorted by timestamp
+ascending, de-duplicated, restricted to [start, end). Where the data lives (head
+blocks, chunks in the object store, several tenants) is the source's business.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Protocol
+
+import pyarrow as pa
+
+from svclog.model import Labels, Matcher
+
+# Arrow type of per-entry structured metadata.
+METADATA_TYPE = pa.map_(pa.string(), pa.string())
+
+
+@dataclass(frozen=True)
+class StreamBlock:
+    labels: Labels
+    ts: pa.Array  # int64 nanoseconds, ascending
+    line: pa.Array  # string (or large_string)
+    metadata: pa.Array | None = None  # METADATA_TYPE per entry, None when no entry has any
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+@dataclass(frozen=True)
+class SelectRequest:
+    matchers: tuple[Matcher, ...]
+    start: int  # ns, inclusive
+    end: int  # ns, exclusive
+    # Hints a source may use to read less; the engine re-applies them, so ignoring them is correct.
+    line_filters: tuple = ()  # leading ast.LineFilter stages of the pipeline
+    shard: tuple[int, int] | None = None  # (index, count): only streams with fingerprint % count == index
+
+
+@dataclass
+class SourceStats:
+    """Counters a source fills while reading; reported in the query response `stats`."""
+
+    ingester_lines: int = 0
+    ingester_bytes: int = 0
+    ingester_reached: int = 0
+    ingester_chunks: int = 0
+    store_lines: int = 0
+    store_bytes: int = 0
+    store_compressed_bytes: int = 0
+    store_chunks_ref: int = 0
+    store_chunks_downloaded: int = 0
+    store_download_seconds: float = 0.0
+    duplicates: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+class LogSource(Protocol):
+    def select_logs(self, request: SelectRequest) -> Iterable[StreamBlock]:
+        """Entries of every stream matching the request."""
+        ...
+
+    def select_series(self, matchers: tuple[Matcher, ...], start: int, end: int) -> Iterable[Labels]:
+        """Label sets of the streams matching the matchers with entries in [start, end)."""
+        ...

@@ -1,0 +1,432 @@
+"""Leaf data model: labels, matchers, entries, tenants, time/duration/bytes parsing, user errors.
+
+Everything here is plain Python with no I/O; every other package may import it.
+"""
+from __future__ import annotations
+
+import enum
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterable, Mapping
+
+
+# ---------------------------------------------------------------- errors
+
+class SvcError(Exception):
+    """An error a user can cause; serve/ maps each subclass to one HTTP status."""
+
+    status = 400
+
+
+class ParseError(SvcError):
+    """Invalid LogQL (or other user-written syntax); carries the position when known."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+class ValidationError(SvcError):
+    """Bad request parameters or push content."""
+
+
+class TenantError(SvcError):
+    """Missing or invalid X-Scope-OrgID."""
+
+    status = 401
+
+
+class LimitError(SvcError):
+    """A configured limit was exceeded (query or ingest)."""
+
+
+class RateLimitError(SvcError):
+    status = 429
+
+
+class NotFoundError(SvcError):
+    status = 404
+
+
+# ---------------------------------------------------------------- labels
+
+_LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+
+def is_valid_label_name(name: str) -> bool:
+    return bool(_LABEL_NAME.match(name))
+
+
+def go_quote(value: str) -> str:
+    """Quote like Go's strconv.Quote, which is how label values print in label strings."""
+    out = ['"']
+    for ch in value:
+        code = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+class Labels:
+    """An immutable, sorted label set; hashable, usable as a dict key."""
+
+    __slots__ = ("_items", "_hash", "_str")
+
+    def __init__(self, items: Iterable[tuple[str, str]] = ()):
+        self._items: tuple[tuple[str, str], ...] = tuple(sorted(dict(items).items()))
+        self._hash = hash(self._items)
+        self._str: str | None = None
+
+    @classmethod
+    def from_dict(cls, mapping: Mapping[str, str]) -> "Labels":
+        return cls(mapping.items())
+
+    @property
+    def items(self) -> tuple[tuple[str, str], ...]:
+        return self._items
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self._items)
+
+    def names(self) -> list[str]:
+        return [k for k, _ in self._items]
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        for k, v in self._items:
+            if k == name:
+                return v
+        return default
+
+    def __contains__(self, name: str) -> bool:
+        return any(k == name for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Labels) and self._items == other._items
+
+    def __lt__(self, other: "Labels") -> bool:
+        return self._items < other._items
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __str__(self) -> str:
+        if self._str is None:
+            self._str = "{" + ", ".join(f"{k}={go_quote(v)}" for k, v in self._items) + "}"
+        return self._str
+
+    def __repr__(self) -> str:
+        return f"Labels({self})"
+
+    def with_(self, **updates: str) -> "Labels":
+        merged = dict(self._items)
+        merged.update(updates)
+        return Labels(merged.items())
+
+    def without(self, names: Iterable[str]) -> "Labels":
+        drop = set(names)
+        return Labels((k, v) for k, v in self._items if k not in drop)
+
+    def keep(self, names: Iterable[str]) -> "Labels":
+        wanted = set(names)
+        return Labels((k, v) for k, v in self._items if k in wanted)
+
+    def fingerprint(self) -> int:
+        """Stable 64-bit stream fingerprint (same on every process and run)."""
+        digest = hashlib.blake2b(str(self).encode(), digest_size=8).digest()
+        return int.from_bytes(digest, "big")
+
+
+# ---------------------------------------------------------------- matchers
+
+class MatchType(enum.Enum):
+    EQ = "="
+    NEQ = "!="
+    RE = "=~"
+    NRE = "!~"
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """A label matcher; regexes are anchored at both ends, as in PromQL/LogQL."""
+
+    name: str
+    type: MatchType
+    value: str
+    _compiled: re.Pattern | None = field(default=None, compare=False, repr=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.type in (MatchType.RE, MatchType.NRE):
+            try:
+                compiled = re.compile(f"(?s:{self.value})\\Z")
+            except re.error as err:
+                raise ParseError(f"invalid regex {self.value!r}: {err}") from err
+            object.__setattr__(self, "_compiled", compiled)
+
+    def matches(self, value: str | None) -> bool:
+        """Does this matcher accept a label value? A missing label counts as ''."""
+        value = value or ""
+        if self.type is MatchType.EQ:
+            return value == self.value
+        if self.type is MatchType.NEQ:
+            return value != self.value
+        hit = self._compiled.match(value) is not None  # type: ignore[union-attr]
+        return hit if self.type is MatchType.RE else not hit
+
+    def matches_empty(self) -> bool:
+        return self.matches("")
+
+    def __str__(self) -> str:
+        return f"{self.name}{self.type.value}{go_quote(self.value)}"
+
+
+def labels_match(labels: Labels, matchers: Iterable[Matcher]) -> bool:
+    return all(m.matches(labels.get(m.name)) for m in matchers)
+
+
+# ---------------------------------------------------------------- entries and streams
+
+@dataclass(frozen=True)
+class Entry:
+    ts: int  # nanoseconds since the Unix epoch
+    line: str
+    metadata: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class PushStream:
+    labels: Labels
+    entries: list[Entry]
+
+
+# ---------------------------------------------------------------- tenants
+
+MAX_TENANT_ID_BYTES = 150
+_TENANT_CHARS = re.compile(r"^[0-9A-Za-z!\-_.*'()]+$")
+DEFAULT_TENANT = "fake"
+
+
+def validate_tenant_id(tenant: str) -> str:
+    if not tenant:
+        raise TenantError("no org id")
+    if len(tenant.encode()) > MAX_TENANT_ID_BYTES:
+        raise TenantError(f"tenant ID is too long: max {MAX_TENANT_ID_BYTES} characters")
+    if tenant in (".", ".."):
+        raise TenantError("tenant ID is '.' or '..'")
+    if not _TENANT_CHARS.match(tenant):
+        raise TenantError(f"tenant ID '{tenant}' contains unsupported character")
+    return tenant
+
+
+def parse_tenants(header: str | None, *, auth_enabled: bool) -> list[str]:
+    """All tenants named by X-Scope-OrgID (several are separated by '|')."""
+    if not auth_enabled:
+        return [DEFAULT_TENANT]
+    if not header:
+        raise TenantError("no org id")
+    tenants = [validate_tenant_id(t) for t in header.split("|")]
+    return sorted(set(tenants))
+
+
+def single_tenant(header: str | None, *, auth_enabled: bool) -> str:
+    tenants = parse_tenants(header, auth_enabled=auth_enabled)
+    if len(tenants) != 1:
+        raise ValidationError("multiple org IDs present")
+    return tenants[0]
+
+
+# ---------------------------------------------------------------- time
+
+NS = 1_000_000_000
+
+
+def now_ns() -> int:
+    import time
+
+    return time.time_ns()
+
+
+def parse_timestamp(value: str | None, default: int) -> int:
+    """Query timestamps: ns integers (<=10 digits mean seconds), float seconds, or RFC 3339."""
+    if value is None or value == "":
+        return default
+    if "." in value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            pass
+        else:
+            if not math.isfinite(seconds):
+                raise ValidationError(f"cannot parse {value!r} to a valid timestamp")
+            whole, frac = math.modf(seconds)
+            frac = round(frac * 1000) / 1000
+            return int(whole) * NS + int(round(frac * NS))
+    try:
+        number = int(value)
+    except ValueError:
+        return parse_rfc3339(value)
+    if len(value) <= 10:
+        return number * NS
+    return number
+
+
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def parse_rfc3339(value: str) -> int:
+    match = _RFC3339.match(value.strip())
+    if not match:
+        raise ValidationError(f"cannot parse {value!r} to a valid timestamp")
+    year, month, day, hour, minute, second, frac, zone = match.groups()
+    try:
+        tz = timezone.utc
+        if zone not in ("Z", "z"):
+            sign = 1 if zone[0] == "+" else -1
+            from datetime import timedelta
+
+            tz = timezone(sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6])))
+        stamp = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), tzinfo=tz)
+    except ValueError as err:
+        raise ValidationError(f"cannot parse {value!r} to a valid timestamp") from err
+    nanos = int((frac or "0").ljust(9, "0"))
+    return int(stamp.timestamp()) * NS + nanos
+
+
+def format_rfc3339(ts_ns: int) -> str:
+    seconds, nanos = divmod(ts_ns, NS)
+    base = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    if nanos:
+        base += "." + f"{nanos:09d}".rstrip("0")
+    return base + "Z"
+
+
+# Prometheus-style durations as used in LogQL ranges, offsets and query parameters.
+_PROM_UNITS = {"ms": 1_000_000, "s": NS, "m": 60 * NS, "h": 3600 * NS, "d": 86400 * NS,
+               "w": 7 * 86400 * NS, "y": 365 * 86400 * NS}
+_PROM_DURATION = re.compile(r"^((\d+)y)?((\d+)w)?((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?((\d+)ms)?$")
+
+
+def parse_prom_duration(text: str) -> int:
+    """`1h30m`, `5m`, `250ms`, `1d`, `2w`, `1y` -> nanoseconds (units in descending order)."""
+    if text == "0":
+        return 0
+    match = _PROM_DURATION.match(text)
+    if not text or not match or not any(match.groups()):
+        raise ValidationError(f"not a valid duration string: {text!r}")
+    total = 0
+    for unit, group in (("y", 2), ("w", 4), ("d", 6), ("h", 8), ("m", 10), ("s", 12), ("ms", 14)):
+        if match.group(group):
+            total += int(match.group(group)) * _PROM_UNITS[unit]
+    return total
+
+
+# Go's time.ParseDuration, used by LogQL duration label filters and unwrap duration().
+_GO_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": NS,
+             "m": 60 * NS, "h": 3600 * NS}
+_GO_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+
+
+def parse_go_duration(text: str) -> int:
+    """Go time.ParseDuration: `1h30m`, `1.5s`, `-250ms`, `300us`, `0` -> nanoseconds."""
+    s = text
+    sign = 1
+    if s[:1] in "+-" and s:
+        sign = -1 if s[0] == "-" else 1
+        s = s[1:]
+    if s == "0":
+        return 0
+    if not s:
+        raise ValueError(f"invalid duration {text!r}")
+    pos = 0
+    total = 0.0
+    while pos < len(s):
+        match = _GO_PART.match(s, pos)
+        if not match:
+            raise ValueError(f"invalid duration {text!r}")
+        total += float(match.group(1)) * _GO_UNITS[match.group(2)]
+        pos = match.end()
+    return sign * int(round(total))
+
+
+def format_go_duration(ns: int) -> str:
+    """Go time.Duration.String(): 1h30m0s, 250ms, 1.5s, 0s."""
+    if ns == 0:
+        return "0s"
+    neg = ns < 0
+    u = -ns if neg else ns
+    if u < NS:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if u >= size:
+                out = _format_fraction(u, size) + unit
+                break
+    else:
+        hours, rem = divmod(u, 3600 * NS)
+        minutes, rem = divmod(rem, 60 * NS)
+        out = _format_fraction(rem, NS) + "s"
+        if hours:
+            out = f"{hours}h{minutes}m" + out
+        elif minutes:
+            out = f"{minutes}m" + out
+    return ("-" if neg else "") + out
+
+
+def _format_fraction(value: int, unit: int) -> str:
+    whole, frac = divmod(value, unit)
+    if not frac:
+        return str(whole)
+    digits = len(str(unit)) - 1
+    return f"{whole}." + f"{frac:0{digits}d}".rstrip("0")
+
+
+def parse_step(text: str) -> int:
+    """`step`/`interval` parameters: a duration or a float number of seconds."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        return parse_prom_duration(text)
+    if not math.isfinite(seconds):
+        raise ValidationError(f"cannot parse {text!r} to a valid duration")
+    return int(round(seconds * NS))
+
+
+# Byte sizes as go-humanize ParseBytes accepts them: 20KB, 1MiB, 1.5 GB, 42, 42B.
+_BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
+_BYTE_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+    "t": 1000**4, "tb": 1000**4, "p": 1000**5, "pb": 1000**5, "e": 1000**6, "eb": 1000**6,
+    "ki": 1024, "kib": 1024, "mi": 1024**2, "mib": 1024**2, "gi": 1024**3, "gib": 1024**3,
+    "ti": 1024**4, "tib": 1024**4, "pi": 1024**5, "pib": 1024**5, "ei": 1024**6, "eib": 1024**6,
+}
+
+
+def parse_bytes(text: str) -> int:
+    match = _BYTES.match(text)
+    if not match or match.group(2).lower() not in _BYTE_UNITS:
+        raise ValueError(f"invalid byte size {text!r}")
+    return int(float(match.group(1)) * _BYTE_UNITS[match.group(2).lower()])
