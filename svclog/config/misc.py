@@ -1,0 +1,85 @@
+"""Small sections: `memberlist`, `analytics`, `tracing`, `runtime_config`, and our `ray` block."""
+# The field helpers (duration, size, section, free, ...) return dataclasses.field(...).
+
+from dataclasses import dataclass, field
+
+from .fields import BYTES, duration, seq
+
+
+@dataclass(frozen=True)
+class MemberlistConfig:
+    node_name: str = ""
+    randomize_node_name: bool = True
+    stream_timeout: int = duration("2s")
+    retransmit_factor: int = 4
+    pull_push_interval: int = duration("30s")
+    gossip_interval: int = duration("200ms")
+    gossip_nodes: int = 3
+    gossip_to_dead_nodes_time: int = duration("30s")
+    dead_node_reclaim_time: int = duration("0s")
+    compression_enabled: bool = True
+    advertise_addr: str = ""
+    advertise_port: int = 7946
+    cluster_label: str = ""
+    cluster_label_verification_disabled: bool = False
+    join_members: tuple[str, ...] = seq()
+    min_join_backoff: int = duration("1s")
+    max_join_backoff: int = duration("1m")
+    max_join_retries: int = 10
+    abort_if_cluster_join_fails: bool = False
+    rejoin_interval: int = duration("0s")
+    left_ingesters_timeout: int = duration("5m")
+    leave_timeout: int = duration("20s")
+    broadcast_timeout_for_local_updates_on_shutdown: int = duration("10s")
+    message_history_buffer_bytes: int = 0
+    bind_addr: tuple[str, ...] = seq()
+    bind_port: int = 7946
+    packet_dial_timeout: int = duration("2s")
+    packet_write_timeout: int = duration("5s")
+    max_concurrent_writes: int = 3
+    acquire_writer_timeout: int = duration("250ms")
+    tls_enabled: bool = False
+    tls_cert_path: str = ""
+    tls_key_path: str = ""
+    tls_ca_path: str = ""
+    tls_server_name: str = ""
+    tls_insecure_skip_verify: bool = False
+    tls_cipher_suites: str = ""
+    tls_min_version: str = ""
+
+
+@dataclass(frozen=True)
+class AnalyticsConfig:
+    reporting_enabled: bool = True
+    usage_stats_url: str = "https://stats.grafana.org/loki-usage-report"
+    proxy_url: str = ""
+
+
+@dataclass(frozen=True)
+class TracingConfig:
+    enabled: bool = True
+    profiling_enabled: bool = False
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """Per-tenant overrides file (`overrides: {tenant: {limit: value}}`), re-read every `period`."""
+
+    period: int = duration("10s")
+    file: str = ""
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    """svclog extension: how components are placed on Ray."""
+
+    address: str | None = None  # None = start a local Ray; "auto" or host:port joins a cluster
+    namespace: str = "svclog"
+    num_ingesters: int | None = None  # None = max(1, common.replication_factor)
+    num_queriers: int = 2
+    ingester_num_cpus: float = 0.25
+    querier_num_cpus: float = 0.25
+    serve_num_cpus: float = 0.25
+    scheduler_num_cpus: float = 0.1
+    dashboard: bool = False
+    object_store_memory: int | None = field(default=None, metadata={"kind": BYTES})  # None = Ray's default
