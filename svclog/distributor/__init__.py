@@ -1,0 +1,1 @@
+"""The distributor: validates pushed streams per tenant and fans them out to ingesters."""
