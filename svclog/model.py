@@ -281,7 +281,7 @@ def parse_timestamp(value: str | None, default: int) -> int:
         else:
             if not math.isfinite(seconds):
                 raise ValidationError(f"cannot parse {value!r} to a valid timestamp")
-            whole, frac = math.modf(seconds)
+            frac, whole = math.modf(seconds)
             frac = round(frac * 1000) / 1000
             return int(whole) * NS + int(round(frac * NS))
     try:
@@ -430,3 +430,26 @@ def parse_bytes(text: str) -> int:
     if not match or match.group(2).lower() not in _BYTE_UNITS:
         raise ValueError(f"invalid byte size {text!r}")
     return int(float(match.group(1)) * _BYTE_UNITS[match.group(2).lower()])
+
+
+@dataclass
+class StreamColumns:
+    """One stream's entries of a push, column-wise (how the write path carries them)."""
+
+    labels: Labels
+    ts: list[int]
+    lines: list[str]
+    metadata: list[list[tuple[str, str]] | None] | None = None  # None when no entry has any
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def raw_bytes(self) -> int:
+        return sum(len(line) for line in self.lines)
+
+    @classmethod
+    def from_push(cls, stream: PushStream) -> "StreamColumns":
+        entries = stream.entries
+        metadata = [list(e.metadata) if e.metadata else None for e in entries]
+        return cls(stream.labels, [e.ts for e in entries], [e.line for e in entries],
+                   metadata if any(m is not None for m in metadata) else None)

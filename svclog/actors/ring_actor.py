@@ -1,0 +1,30 @@
+"""Ray host of the authoritative Ring."""
+from __future__ import annotations
+
+import ray
+
+from svclog.ring.ring import Ring
+
+
+class RingActor:
+    def __init__(self, heartbeat_timeout_ns: int):
+        self.ring = Ring(heartbeat_timeout_ns=heartbeat_timeout_ns)
+
+    def register(self, member_id: str, address: str, node: str, num_tokens: int = 128) -> None:
+        self.ring.register(member_id, address, node, num_tokens=num_tokens)
+
+    def heartbeat(self, member_id: str, address: str, node: str, state: str | None = None) -> None:
+        if not self.ring.heartbeat(member_id, state):
+            self.ring.register(member_id, address, node)  # the ring restarted and forgot us
+
+    def set_state(self, member_id: str, state: str) -> None:
+        self.ring.set_state(member_id, state)
+
+    def forget(self, member_id: str) -> bool:
+        return self.ring.forget(member_id)
+
+    def snapshot(self) -> dict:
+        return self.ring.snapshot()
+
+
+RemoteRing = ray.remote(RingActor)

@@ -1,0 +1,84 @@
+"""HeadBlock: the open, appendable tail of one stream, plus sealed chunks not yet flushed."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from svclog.chunk.format import CHUNK_SCHEMA
+
+
+def sort_dedupe(table: pa.Table) -> pa.Table:
+    """Sort by (ts, line) and drop exact duplicate entries (same timestamp and line).
+
+    Replicas and WAL replays can deliver an entry twice; the reference keeps one.
+    """
+    if table.num_rows < 2:
+        return table.combine_chunks()
+    table = table.take(pc.sort_indices(table, sort_keys=[("ts", "ascending"), ("line", "ascending")]))
+    table = table.combine_chunks()
+    ts = table.column("ts").chunk(0)
+    line = table.column("line").chunk(0)
+    same_ts = pc.equal(ts.slice(1), ts.slice(0, len(ts) - 1))
+    if not pc.any(same_ts).as_py():
+        return table
+    same = pc.and_(same_ts, pc.equal(line.slice(1), line.slice(0, len(line) - 1)))
+    keep = pa.concat_arrays([pa.array([True]), pc.invert(same)])
+    return table.filter(keep)
+
+
+@dataclass
+class SealedChunk:
+    """A cut chunk waiting to be flushed: sorted, de-duplicated entries."""
+
+    table: pa.Table
+    min_ts: int
+    max_ts: int
+    raw_bytes: int
+
+    @classmethod
+    def from_table(cls, table: pa.Table) -> "SealedChunk":
+        table = sort_dedupe(table)
+        ts = table.column("ts")
+        return cls(table, int(pc.min(ts).as_py()), int(pc.max(ts).as_py()),
+                   int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0))
+
+
+class HeadBlock:
+    """Appendable entries of one stream; materialised to Arrow lazily and cached."""
+
+    def __init__(self) -> None:
+        self.ts: list[int] = []
+        self.lines: list[str] = []
+        self.metadata: list[list[tuple[str, str]] | None] = []
+        self.raw_bytes = 0
+        self.min_ts = 0
+        self.max_ts = 0
+        self._table: pa.Table | None = None
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def append(self, ts: list[int], lines: list[str], metadata: list | None, raw_bytes: int) -> None:
+        if not self.ts:
+            self.min_ts, self.max_ts = min(ts), max(ts)
+        else:
+            self.min_ts, self.max_ts = min(self.min_ts, min(ts)), max(self.max_ts, max(ts))
+        self.ts.extend(ts)
+        self.lines.extend(lines)
+        self.metadata.extend(metadata if metadata is not None else [None] * len(ts))
+        self.raw_bytes += raw_bytes
+        self._table = None
+
+    def table(self) -> pa.Table:
+        if self._table is None:
+            self._table = pa.table(
+                [pa.array(self.ts, pa.int64()), pa.array(self.lines, pa.string()),
+                 pa.array(self.metadata, CHUNK_SCHEMA.field("metadata").type)],
+                schema=CHUNK_SCHEMA,
+            )
+        return self._table
+
+    def seal(self) -> SealedChunk:
+        return SealedChunk.from_table(self.table())

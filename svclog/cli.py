@@ -1,0 +1,72 @@
+"""The `svclog` command: `svclog serve [-config.file=F] [--address=A] [-flag=value ...]`."""
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+
+from svclog.config import ConfigError, load_config, parse_cli
+
+USAGE = """usage: svclog serve [-config.file=FILE] [--address=RAY_ADDRESS] [-target=all] [-<section>.<option>=VALUE ...]
+
+Starts svclog on Ray (a local Ray instance unless --address joins a cluster) and
+serves the HTTP API (default http://127.0.0.1:3100).
+"""
+
+
+def _split_address(args: list[str]) -> tuple[str | None, list[str]]:
+    address, rest = None, []
+    it = iter(args)
+    for arg in it:
+        if arg.startswith("--address="):
+            address = arg.split("=", 1)[1]
+        elif arg == "--address":
+            address = next(it, None)
+        else:
+            rest.append(arg)
+    return address, rest
+
+
+def serve_main(args: list[str]) -> int:
+    address, args = _split_address(args)
+    try:
+        path, overrides = parse_cli(args)
+        if address:
+            overrides.append(f"-ray.address={address}")
+        cfg = load_config(path, overrides)
+    except ConfigError as err:
+        print(f"svclog: configuration error: {err}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=cfg.server.log_level.upper().replace("WARN", "WARNING").replace("WARNINGING", "WARNING"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from svclog import launch as topology
+
+    handles = topology.start(cfg)
+    print(f"svclog ready on http://{cfg.server.http_listen_address}:{cfg.server.http_listen_port}", flush=True)
+
+    def shutdown(signum, frame):
+        topology.stop(handles)
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    topology.wait_forever()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0
+    command, rest = argv[0], argv[1:]
+    if command == "serve":
+        return serve_main(rest)
+    if command.startswith("-"):  # flags only: serve is the default command
+        return serve_main(argv)
+    print(f"svclog: unknown command {command!r}\n{USAGE}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Distributor: decode, validate and rate-limit pushes, then replicate them to ingesters by the ring."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from svclog.distributor.ratelimit import RateLimiter
+from svclog.distributor.validate import ValidationLimits, validate_push
+from svclog.model import (
+    NS, RateLimitError, StreamColumns, SvcError, ValidationError, parse_timestamp,
+)
+from svclog.ring.ring import Ring, RingError
+
+MB = 1 << 20
+
+
+class IngestionBlocked(SvcError):
+    """Pushes are blocked until a configured time (`block_ingestion_until`)."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class QuorumError(SvcError):
+    status = 503
+
+
+class Pusher(Protocol):
+    def push_many(self, tenant: str, assignments: dict[str, list[StreamColumns]]) -> dict[str, Exception | None]:
+        """Send each member its streams (in parallel); the error per member, None on success."""
+        ...
+
+
+@dataclass
+class PushOutcome:
+    lines: int = 0
+    bytes: int = 0
+    rejected: int = 0
+
+
+def validation_limits(limits: Any) -> ValidationLimits:
+    return ValidationLimits(
+        max_line_size=limits.max_line_size,
+        max_line_size_truncate=limits.max_line_size_truncate,
+        max_label_names_per_series=limits.max_label_names_per_series,
+        max_label_name_length=limits.max_label_name_length,
+        max_label_value_length=limits.max_label_value_length,
+        reject_old_samples=limits.reject_old_samples,
+        reject_old_samples_max_age_ns=limits.reject_old_samples_max_age,
+        creation_grace_period_ns=limits.creation_grace_period,
+        allow_structured_metadata=limits.allow_structured_metadata,
+        max_structured_metadata_size=limits.max_structured_metadata_size,
+        max_structured_metadata_entries_count=limits.max_structured_metadata_entries_count,
+    )
+
+
+class Distributor:
+    def __init__(self, *, ring: Callable[[], Ring], pusher: Pusher, limits_for: Callable[[str], Any],
+                 replication_factor: int):
+        self.ring = ring
+        self.pusher = pusher
+        self.limits_for = limits_for
+        self.rf = replication_factor
+        self.rate_limiter = RateLimiter()
+
+    def push(self, tenant: str, streams: list) -> PushOutcome:
+        """Validate decoded PushStreams and replicate the accepted part; raises SvcError subclasses.
+
+        Partial acceptance (as the reference does): valid streams/entries are written,
+        then a ValidationError lists what was refused.
+        """
+        limits = self.limits_for(tenant)
+        self._check_blocked(limits)
+        report = validate_push(streams, validation_limits(limits), time.time_ns())
+        columns = [StreamColumns.from_push(s) for s in report.accepted if s.entries]
+        size = sum(c.raw_bytes() for c in columns)
+        if not self.rate_limiter.allow(tenant, size, limits.ingestion_rate_mb * MB, limits.ingestion_burst_size_mb * MB):
+            lines = sum(len(c) for c in columns)
+            raise RateLimitError(
+                f"Ingestion rate limit exceeded for user {tenant} (limit: {int(limits.ingestion_rate_mb * MB)} "
+                f"bytes/sec) while attempting to ingest '{lines}' lines totaling '{size}' bytes, reduce log "
+                f"volume or contact your Loki administrator to see if the limit can be increased")
+        if columns:
+            self._replicate(tenant, columns)
+        outcome = PushOutcome(sum(len(c) for c in columns), size, report.rejected_entries)
+        if report.errors:
+            raise ValidationError(report.message())
+        return outcome
+
+    def _check_blocked(self, limits: Any) -> None:
+        until = getattr(limits, "block_ingestion_until", None)
+        if not until:
+            return
+        until_ns = until if isinstance(until, int) else parse_timestamp(str(until), 0)
+        if time.time_ns() < until_ns:
+            status = int(getattr(limits, "block_ingestion_status_code", 260))
+            message = "" if status == 200 else (
+                f"ingestion blocked until {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(until_ns // NS))}")
+            raise IngestionBlocked(message, status)
+
+    def _replicate(self, tenant: str, columns: list[StreamColumns]) -> None:
+        ring = self.ring()
+        try:
+            placements = [(c, [m.id for m in ring.replication_set(c.labels.fingerprint(), self.rf)]) for c in columns]
+        except RingError as err:
+            raise QuorumError(str(err)) from err
+        assignments: dict[str, list[StreamColumns]] = {}
+        for stream, owners in placements:
+            for owner in owners:
+                assignments.setdefault(owner, []).append(stream)
+        errors = self.pusher.push_many(tenant, assignments)
+        failed = {member for member, err in errors.items() if err is not None}
+        for stream, owners in placements:
+            ok = sum(1 for o in owners if o not in failed)
+            needed = len(owners) // 2 + 1 if len(owners) > 1 else 1
+            if ok < needed:
+                first = next((errors[o] for o in owners if errors.get(o) is not None), None)
+                if isinstance(first, SvcError):
+                    raise first
+                raise QuorumError(f"push to ingesters failed: {ok} of {len(owners)} replicas succeeded, "
+                                  f"{needed} needed: {first}")

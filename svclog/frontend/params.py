@@ -1,0 +1,96 @@
+"""HTTP query parameters -> validated request values (defaults and errors as the reference)."""
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+from svclog.querier.request import RangeRequest
+from svclog.model import NS, ValidationError, now_ns, parse_prom_duration, parse_step, parse_timestamp
+
+HOUR = 3600 * NS
+MAX_POINTS = 11_000
+
+
+def _required_query(form: Mapping[str, str]) -> str:
+    query = form.get("query")
+    if not query:
+        raise ValidationError("query parameter is required")  # mirrors "missing query"
+    return query
+
+
+def _limit(form: Mapping[str, str], default: int = 100) -> int:
+    text = form.get("limit")
+    if text in (None, ""):
+        return default
+    try:
+        limit = int(text)
+    except ValueError:
+        raise ValidationError(f"invalid limit {text!r}: must be an integer") from None
+    if limit <= 0:
+        raise ValidationError("limit must be a positive value")
+    return limit
+
+
+def _direction(form: Mapping[str, str]) -> str:
+    direction = (form.get("direction") or "backward").lower()
+    if direction not in ("forward", "backward"):
+        raise ValidationError(f"invalid direction {form.get('direction')!r}: must be forward or backward")
+    return direction
+
+
+def _duration(text: str, name: str) -> int:
+    try:
+        return parse_step(text)
+    except ValidationError:
+        raise ValidationError(f"cannot parse {name} {text!r}: not a valid duration") from None
+
+
+def time_range(form: Mapping[str, str], default_span: int, now: int | None = None) -> tuple[int, int]:
+    """start/end/since with the reference's defaults: end=now, start=end-since or end-default_span."""
+    now = now_ns() if now is None else now
+    end = parse_timestamp(form.get("end"), now)
+    since = form.get("since")
+    span = default_span
+    if since:
+        try:
+            span = parse_prom_duration(since)
+        except ValidationError:
+            raise ValidationError(f"cannot parse since {since!r}: not a valid duration") from None
+    start_default = (min(end, now) if since else end) - span
+    start = parse_timestamp(form.get("start"), start_default)
+    return start, end
+
+
+def default_step(start: int, end: int) -> int:
+    return max(math.floor((end - start) / NS / 250), 1) * NS
+
+
+def range_request(form: Mapping[str, str], now: int | None = None) -> RangeRequest:
+    query = _required_query(form)
+    start, end = time_range(form, HOUR, now)
+    if end < start:
+        raise ValidationError("end timestamp must not be before or equal to start time")
+    step_text = form.get("step")
+    step = _duration(step_text, "step") if step_text else default_step(start, end)
+    if step <= 0:
+        raise ValidationError("zero or negative query resolution step widths are not accepted. "
+                              "Try a positive integer")
+    if (end - start) / step > MAX_POINTS:
+        raise ValidationError("exceeded maximum resolution of 11,000 points per timeseries. "
+                              "Try increasing the value of the step parameter")
+    interval_text = form.get("interval")
+    interval = _duration(interval_text, "interval") if interval_text else None
+    if interval is not None and interval < 0:
+        raise ValidationError("interval must be a non-negative duration")
+    return RangeRequest(query, start, end, step, interval, _limit(form), _direction(form))
+
+
+def instant_request(form: Mapping[str, str], now: int | None = None) -> RangeRequest:
+    query = _required_query(form)
+    now = now_ns() if now is None else now
+    at = parse_timestamp(form.get("time"), now)
+    return RangeRequest(query, at, at, 0, None, _limit(form), _direction(form), instant=True)
+
+
+def labels_range(form: Mapping[str, str], now: int | None = None) -> tuple[int, int]:
+    return time_range(form, 6 * HOUR, now)

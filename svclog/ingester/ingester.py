@@ -1,0 +1,189 @@
+"""Ingester: WAL-first appends into per-tenant streams, chunk cutting, flushing to the store.
+
+Thread-safe: the actor host runs pushes, queries and the flush loop concurrently, so
+state changes happen under one lock while uploads run outside it.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+import pyarrow as pa
+
+from svclog.chunk.head import SealedChunk
+from svclog.ingester.instance import TenantInstance
+from svclog.ingester.wal import WAL
+from svclog.model import Labels, LimitError, Matcher, StreamColumns
+
+log = logging.getLogger(__name__)
+MINUTE = 60 * 1_000_000_000
+
+
+@dataclass(frozen=True)
+class IngesterSettings:
+    instance_id: str
+    wal_dir: str
+    wal_enabled: bool = True
+    chunk_target_size: int = 1_572_864
+    chunk_idle_period: int = 30 * MINUTE
+    max_chunk_age: int = 120 * MINUTE
+    checkpoint_interval_s: float = 300.0
+    max_streams_per_tenant: int = 0
+
+
+class ChunkWriter(Protocol):
+    def put_chunks(self, tenant: str, chunks: list[tuple[Labels, SealedChunk]], writer_id: str) -> list: ...
+
+
+@dataclass
+class IngesterStats:
+    pushed_lines: int = 0
+    pushed_bytes: int = 0
+    flushed_chunks: int = 0
+    flush_failures: int = 0
+    replayed_records: int = 0
+
+
+class Ingester:
+    def __init__(self, settings: IngesterSettings, writer: ChunkWriter):
+        self.settings = settings
+        self.writer = writer
+        self.tenants: dict[str, TenantInstance] = {}
+        self.stats = IngesterStats()
+        self._lock = threading.RLock()
+        self._flush_lock = threading.Lock()
+        self._last_checkpoint = time.monotonic()
+        self.wal = WAL(settings.wal_dir) if settings.wal_enabled else None
+        if self.wal is not None:
+            self._replay()
+
+    # ------------------------------------------------------------ write path
+
+    def push(self, tenant: str, streams: list[StreamColumns]) -> None:
+        """Log to the WAL, then apply; returns only when the entries are durable in the WAL."""
+        if not streams:
+            return
+        with self._lock:
+            instance = self._instance(tenant)
+            self._check_stream_limit(instance, streams)
+            if self.wal is not None:
+                self.wal.append((tenant, [(s.labels.items, s.ts, s.lines, s.metadata) for s in streams]))
+            lines, size = instance.push(streams, time.time_ns())
+            self.stats.pushed_lines += lines
+            self.stats.pushed_bytes += size
+
+    def _check_stream_limit(self, instance: TenantInstance, streams: list[StreamColumns]) -> None:
+        # Checked before the WAL write so a refused push leaves no trace to replay.
+        if instance.max_streams:
+            new = {s.labels for s in streams if s.labels not in instance.streams}
+            if new and len(instance.streams) + len(new) > instance.max_streams:
+                raise LimitError(f"Maximum active stream limit exceeded for tenant '{instance.tenant}' "
+                                 f"({instance.max_streams} streams)")
+
+    def _instance(self, tenant: str) -> TenantInstance:
+        instance = self.tenants.get(tenant)
+        if instance is None:
+            instance = self.tenants[tenant] = TenantInstance(tenant, self.settings.max_streams_per_tenant)
+        return instance
+
+    # ------------------------------------------------------------ read path
+
+    def select(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
+               shard: tuple[int, int] | None = None) -> list[tuple[Labels, pa.Table]]:
+        with self._lock:
+            instance = self.tenants.get(tenant)
+            return instance.select(matchers, start, end, shard) if instance else []
+
+    def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
+        with self._lock:
+            instance = self.tenants.get(tenant)
+            return instance.series(matchers, start, end) if instance else []
+
+    def tenant_ids(self) -> list[str]:
+        with self._lock:
+            return sorted(self.tenants)
+
+    def memory_chunks(self) -> int:
+        with self._lock:
+            return sum(len(s.sealed) + (1 if len(s.head) else 0)
+                       for inst in self.tenants.values() for s in inst.streams.values())
+
+    # ------------------------------------------------------------ flushing
+
+    def flush(self, force: bool = False) -> int:
+        """Cut chunks that are due (all when force) and upload every sealed chunk; returns chunks flushed."""
+        with self._flush_lock:
+            now = time.time_ns()
+            with self._lock:
+                for instance in self.tenants.values():
+                    for stream in instance.streams.values():
+                        if force or stream.cut_reason(now, self.settings.chunk_target_size,
+                                                      self.settings.chunk_idle_period, self.settings.max_chunk_age):
+                            stream.cut()
+                pending = [(inst.tenant, stream, list(stream.sealed))
+                           for inst in self.tenants.values() for stream in inst.streams.values() if stream.sealed]
+            flushed = 0
+            for tenant, stream, chunks in pending:
+                try:
+                    self.writer.put_chunks(tenant, [(stream.labels, c) for c in chunks], self.settings.instance_id)
+                except Exception:  # the store may be down: keep the chunks (and the WAL) and retry later
+                    log.exception("flush of %d chunks for %s failed", len(chunks), stream.labels)
+                    self.stats.flush_failures += 1
+                    continue
+                with self._lock:
+                    stream.sealed = [c for c in stream.sealed if all(c is not f for f in chunks)]
+                flushed += len(chunks)
+            with self._lock:
+                for instance in self.tenants.values():
+                    instance.drop_empty()
+            self.stats.flushed_chunks += flushed
+            if flushed or force:
+                self.checkpoint()
+            return flushed
+
+    def maybe_checkpoint(self) -> None:
+        if time.monotonic() - self._last_checkpoint >= self.settings.checkpoint_interval_s:
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Snapshot unflushed data and drop older WAL segments (keeps replay short)."""
+        if self.wal is None:
+            return
+        with self._lock:
+            snapshot = [(inst.tenant, stream.labels.items, stream.snapshot())
+                        for inst in self.tenants.values() for stream in inst.streams.values()
+                        if not stream.is_empty()]
+            self.wal.checkpoint(snapshot)
+        self._last_checkpoint = time.monotonic()
+
+    def _replay(self) -> None:
+        snapshot, records = self.wal.replay()
+        now = time.time_ns()
+        count = 0
+        for tenant, label_items, tables in snapshot or []:
+            instance = self._instance(tenant)
+            for table in tables:
+                columns = table.to_pydict()
+                instance.push([StreamColumns(Labels(label_items), columns["ts"], columns["line"],
+                                             _metadata_pairs(columns["metadata"]))], now)
+        for tenant, streams in records:
+            self._instance(tenant).push(
+                [StreamColumns(Labels(items), ts, lines, md) for items, ts, lines, md in streams], now)
+            count += 1
+        self.stats.replayed_records = count
+        if snapshot or count:
+            log.info("replayed WAL: checkpoint=%s records=%d", snapshot is not None, count)
+            self.checkpoint()
+
+    def close(self) -> None:
+        if self.wal is not None:
+            self.wal.close()
+
+
+def _metadata_pairs(values: list) -> list | None:
+    if not any(values):
+        return None
+    return [list(v) if v else None for v in values]

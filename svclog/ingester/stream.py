@@ -1,0 +1,69 @@
+"""MemoryStream: one stream's unflushed data in an ingester (head block + sealed chunks)."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from svclog.chunk.head import HeadBlock, SealedChunk
+from svclog.model import Labels
+
+
+class MemoryStream:
+    def __init__(self, labels: Labels, now_ns: int):
+        self.labels = labels
+        self.fingerprint = labels.fingerprint()
+        self.head = HeadBlock()
+        self.sealed: list[SealedChunk] = []
+        self.head_created_ns = now_ns
+        self.last_append_ns = now_ns
+
+    def append(self, ts: list[int], lines: list[str], metadata: list | None, raw_bytes: int, now_ns: int) -> None:
+        if not len(self.head):
+            self.head_created_ns = now_ns
+        self.head.append(ts, lines, metadata, raw_bytes)
+        self.last_append_ns = now_ns
+
+    def cut(self) -> SealedChunk | None:
+        """Seal the head into a chunk waiting for flush."""
+        if not len(self.head):
+            return None
+        chunk = self.head.seal()
+        self.sealed.append(chunk)
+        self.head = HeadBlock()
+        return chunk
+
+    def cut_reason(self, now_ns: int, target_bytes: int, idle_ns: int, max_age_ns: int) -> str | None:
+        if not len(self.head):
+            return None
+        if self.head.raw_bytes >= target_bytes:
+            return "full"
+        if now_ns - self.last_append_ns >= idle_ns:
+            return "idle"
+        if now_ns - self.head_created_ns >= max_age_ns:
+            return "max_age"
+        return None
+
+    def is_empty(self) -> bool:
+        return not len(self.head) and not self.sealed
+
+    def tables(self, start: int, end: int) -> list[pa.Table]:
+        """Entries with start <= ts < end from sealed chunks and the head (unsorted across parts)."""
+        parts = [c.table for c in self.sealed if c.min_ts < end and c.max_ts >= start]
+        if len(self.head) and self.head.min_ts < end and self.head.max_ts >= start:
+            parts.append(self.head.table())
+        out = []
+        for table in parts:
+            ts = table.column("ts")
+            mask = pc.and_(pc.greater_equal(ts, start), pc.less(ts, end))
+            out.append(table.filter(mask))
+        return [t for t in out if t.num_rows]
+
+    def snapshot(self) -> list[pa.Table]:
+        parts = [c.table for c in self.sealed]
+        if len(self.head):
+            parts.append(self.head.table())
+        return parts
+
+    @property
+    def memory_bytes(self) -> int:
+        return self.head.raw_bytes + sum(c.raw_bytes for c in self.sealed)

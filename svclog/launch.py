@@ -1,0 +1,72 @@
+"""Starts (or joins) Ray and brings up the whole topology: ring, ingesters, queriers, Serve."""
+from __future__ import annotations
+
+import logging
+import time
+
+import ray
+from ray import serve
+
+from svclog.actors.ingester_actor import RemoteIngester
+from svclog.actors.options import NAMESPACE, ingester_options, querier_options, ring_options
+from svclog.actors.querier_actor import RemoteQuerier
+from svclog.actors.ring_actor import RemoteRing
+from svclog.config import Config
+from svclog.serve.deployments import build_application
+
+log = logging.getLogger("svclog")
+APP_NAME = "svclog"
+
+
+def connect(cfg: Config) -> None:
+    if ray.is_initialized():
+        return
+    address = cfg.ray.address or None
+    kwargs = {"namespace": NAMESPACE, "include_dashboard": bool(cfg.ray.dashboard),
+              "log_to_driver": False, "configure_logging": False}
+    if address is None and cfg.ray.object_store_memory:
+        kwargs["object_store_memory"] = cfg.ray.object_store_memory
+    ray.init(address=address, **kwargs)
+
+
+def num_ingesters(cfg: Config) -> int:
+    return max(cfg.ray.num_ingesters or 0, cfg.common.replication_factor, 1)
+
+
+def start(cfg: Config) -> dict:
+    """Create every actor and deploy the HTTP application; returns the actor handles."""
+    connect(cfg)
+    ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
+    ray.get(ring.snapshot.remote())
+    ingesters = [RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(cfg, f"ingester-{i}")
+                 for i in range(num_ingesters(cfg))]
+    ray.get([i.ready.remote() for i in ingesters])
+    queriers = [RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus,
+                                                        cfg.querier.max_concurrent)).remote(cfg)
+                for i in range(max(1, cfg.ray.num_queriers))]
+    ray.get([q.ready.remote() for q in queriers])
+    serve.start(http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
+                logging_config={"log_level": "WARNING", "enable_access_log": False})
+    serve.run(build_application(cfg, len(queriers)), name=APP_NAME, route_prefix="/", blocking=False)
+    log.info("svclog serving on http://%s:%d", cfg.server.http_listen_address, cfg.server.http_listen_port)
+    return {"ring": ring, "ingesters": ingesters, "queriers": queriers}
+
+
+def stop(handles: dict | None = None) -> None:
+    try:
+        serve.delete(APP_NAME)
+    except Exception:  # already gone
+        pass
+    for group in ("queriers", "ingesters"):
+        for actor in (handles or {}).get(group, []):
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:
+                pass
+    if handles and handles.get("ring") is not None:
+        ray.kill(handles["ring"], no_restart=True)
+
+
+def wait_forever() -> None:
+    while True:
+        time.sleep(3600)

@@ -1,0 +1,78 @@
+"""Querier: runs LogQL and metadata requests for one or more tenants over a StoreSource."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from svclog.logql import ast
+from svclog.logql.engine import QueryParams, evaluate, result_to_json
+from svclog.logql.parser import parse, parse_selector
+from svclog.model import Labels, Matcher, ValidationError
+from svclog.querier.request import RangeRequest
+from svclog.querier.source import IngesterReader, StoreSource
+from svclog.querier.stats import build_stats
+from svclog.storage.chunk_store import ChunkStore
+from svclog.storage.index import IndexReader
+
+
+@dataclass(frozen=True)
+class QuerierSettings:
+    query_ingesters_within: int = 3 * 3600 * 1_000_000_000
+    max_entries_limit_per_query: int = 5000
+
+
+class Querier:
+    def __init__(self, index: IndexReader, chunks: ChunkStore, ingesters: IngesterReader | None,
+                 settings: QuerierSettings):
+        self.index = index
+        self.chunks = chunks
+        self.ingesters = ingesters
+        self.settings = settings
+
+    def _source(self, tenants: list[str]) -> StoreSource:
+        return StoreSource(tenants, self.index, self.chunks, self.ingesters,
+                           query_ingesters_within=self.settings.query_ingesters_within)
+
+    def query(self, tenants: list[str], request: RangeRequest, queue_seconds: float = 0.0) -> dict:
+        """query or query_range: the `data` object of the response, stats included."""
+        expr = parse(request.query)
+        if request.instant and ast.is_log_query(expr):
+            raise ValidationError("log queries are not supported as an instant query type, please change "
+                                  "your query to a range query type")
+        if ast.is_log_query(expr) and request.limit > self.settings.max_entries_limit_per_query > 0:
+            raise ValidationError(f"max entries limit per query exceeded, limit > max_entries_limit "
+                                  f"({request.limit} > {self.settings.max_entries_limit_per_query})")
+        params = QueryParams(start=request.start, end=request.end, step=request.step,
+                             interval=request.interval, limit=request.limit, direction=request.direction,
+                             instant=request.instant)
+        source = self._source(tenants)
+        began = time.perf_counter()
+        result = evaluate(expr, params, source)
+        data = result_to_json(result)
+        data["stats"] = build_stats(source.stats, time.perf_counter() - began, queue_seconds)
+        return data
+
+    def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]:
+        if not selectors:
+            raise ValidationError("at least one match[] argument must be provided")
+        source = self._source(tenants)
+        found: set[Labels] = set()
+        for text in selectors:
+            found.update(source.select_series(_matchers(text), start, end))
+        return [labels.to_dict() for labels in sorted(found)]
+
+    def label_names(self, tenants: list[str], start: int, end: int, query: str | None) -> list[str]:
+        series = self._series_for(tenants, start, end, query)
+        return sorted({name for labels in series for name in labels.names()})
+
+    def label_values(self, tenants: list[str], name: str, start: int, end: int, query: str | None) -> list[str]:
+        series = self._series_for(tenants, start, end, query)
+        return sorted({v for labels in series if (v := labels.get(name)) is not None})
+
+    def _series_for(self, tenants: list[str], start: int, end: int, query: str | None) -> list[Labels]:
+        matchers = _matchers(query) if query else ()
+        return list(self._source(tenants).select_series(matchers, start, end))
+
+
+def _matchers(text: str) -> tuple[Matcher, ...]:
+    return tuple(parse_selector(text).matchers)

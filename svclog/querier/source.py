@@ -1,0 +1,134 @@
+"""StoreSource: the engine's LogSource over ingesters (unflushed data) and the chunk store.
+
+Ingesters are read first, then the index: a chunk flushed in between is then seen in
+one place or the other, never missed. Entries of one stream from all places are
+merged, sorted and de-duplicated (replicas hold copies) into one StreamBlock.
+Several tenants (multi-tenant queries) add the virtual `__tenant_id__` label.
+"""
+from __future__ import annotations
+
+import time
+from typing import Iterable, Iterator, Protocol
+
+import pyarrow as pa
+
+from svclog.chunk.format import CHUNK_SCHEMA
+from svclog.chunk.head import sort_dedupe
+from svclog.logql.source import SelectRequest, SourceStats, StreamBlock
+from svclog.model import Labels, Matcher, labels_match
+from svclog.storage.chunk_store import ChunkStore, FetchStats
+from svclog.storage.index import IndexReader
+
+TENANT_LABEL = "__tenant_id__"
+
+
+class IngesterReader(Protocol):
+    def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
+               shard: tuple[int, int] | None) -> tuple[list[tuple[Labels, pa.Table]], int]:
+        """Unflushed entries of matching streams from every ingester, and how many answered."""
+        ...
+
+    def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]: ...
+
+
+def split_tenant_matchers(matchers: Iterable[Matcher]) -> tuple[list[Matcher], list[Matcher]]:
+    tenant, rest = [], []
+    for m in matchers:
+        (tenant if m.name == TENANT_LABEL else rest).append(m)
+    return tenant, rest
+
+
+def with_tenant_label(labels: Labels, tenant: str) -> Labels:
+    items = dict(labels.items)
+    if TENANT_LABEL in items:
+        items["original_" + TENANT_LABEL] = items.pop(TENANT_LABEL)
+    items[TENANT_LABEL] = tenant
+    return Labels(items.items())
+
+
+class StoreSource:
+    def __init__(self, tenants: list[str], index: IndexReader, chunks: ChunkStore,
+                 ingesters: IngesterReader | None, *, query_ingesters_within: int = 0):
+        self.tenants = tenants
+        self.index = index
+        self.chunks = chunks
+        self.ingesters = ingesters
+        self.query_ingesters_within = query_ingesters_within
+        self.stats = SourceStats()
+        self.multi = len(tenants) > 1
+
+    def _tenants_for(self, matchers: Iterable[Matcher]) -> tuple[list[str], tuple[Matcher, ...]]:
+        tenant_matchers, rest = split_tenant_matchers(matchers)
+        if not self.multi:
+            return self.tenants, tuple(matchers)
+        chosen = [t for t in self.tenants if all(m.matches(t) for m in tenant_matchers)]
+        return chosen, tuple(rest)
+
+    def _ingesters_wanted(self, end: int) -> bool:
+        if self.ingesters is None:
+            return False
+        return not self.query_ingesters_within or end > time.time_ns() - self.query_ingesters_within
+
+    def select_logs(self, request: SelectRequest) -> Iterator[StreamBlock]:
+        tenants, matchers = self._tenants_for(request.matchers)
+        for tenant in tenants:
+            for labels, table in self._select_tenant(tenant, matchers, request):
+                if self.multi:
+                    labels = with_tenant_label(labels, tenant)
+                yield StreamBlock(labels, table.column("ts").chunk(0), table.column("line").chunk(0),
+                                  _metadata_or_none(table))
+
+    def _select_tenant(self, tenant: str, matchers: tuple[Matcher, ...],
+                       request: SelectRequest) -> Iterator[tuple[Labels, pa.Table]]:
+        parts: dict[Labels, list[pa.Table]] = {}
+        if self._ingesters_wanted(request.end):
+            found, reached = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard)
+            self.stats.ingester_reached += reached
+            for labels, table in found:
+                parts.setdefault(labels, []).append(table)
+                self.stats.ingester_lines += table.num_rows
+                self.stats.ingester_bytes += _line_bytes(table)
+        refs = self.index.chunk_refs(tenant, matchers, request.start, request.end, request.shard)
+        fetch = FetchStats()
+        for labels, chunk_refs in refs.items():
+            self.stats.store_chunks_ref += len(chunk_refs)
+            for ref in chunk_refs:
+                data = self.chunks.fetch(ref, request.start, request.end, fetch)
+                if len(data):
+                    table = pa.Table.from_arrays([data.ts, data.line, data.metadata], schema=CHUNK_SCHEMA)
+                    parts.setdefault(labels, []).append(table)
+                    self.stats.store_lines += table.num_rows
+                    self.stats.store_bytes += _line_bytes(table)
+        self.stats.store_chunks_downloaded += fetch.chunks_downloaded
+        self.stats.store_compressed_bytes += fetch.compressed_bytes
+        self.stats.store_download_seconds += fetch.download_seconds
+        for labels in sorted(parts):
+            tables = parts[labels]
+            merged = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+            before = merged.num_rows
+            merged = sort_dedupe(merged)
+            self.stats.duplicates += before - merged.num_rows
+            if merged.num_rows:
+                yield labels, merged
+
+    def select_series(self, matchers: tuple[Matcher, ...], start: int, end: int) -> Iterable[Labels]:
+        tenants, rest = self._tenants_for(matchers)
+        out: set[Labels] = set()
+        for tenant in tenants:
+            found = set(self.index.series(tenant, rest, start, end))
+            if self._ingesters_wanted(end):
+                found.update(self.ingesters.series(tenant, rest, start, end))
+            found = {labels for labels in found if labels_match(labels, rest)}
+            out.update(with_tenant_label(labels, tenant) if self.multi else labels for labels in found)
+        return sorted(out)
+
+
+def _line_bytes(table: pa.Table) -> int:
+    import pyarrow.compute as pc
+
+    return int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0)
+
+
+def _metadata_or_none(table: pa.Table) -> pa.Array | None:
+    column = table.column("metadata").chunk(0)
+    return None if column.null_count == len(column) else column

@@ -1,0 +1,203 @@
+"""HTTP handlers: read parameters and tenants, call the backend, encode responses.
+
+The backend (a Protocol) does the work; the Ray Serve implementation forwards to the
+distributor and query-frontend deployments, tests can pass a plain object.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+
+from svclog.frontend import params as qp
+from svclog.logql.printer import format_query
+from svclog.model import SvcError, ValidationError, parse_tenants, single_tenant
+from svclog.serve.errors import BodyTooLarge, error_response
+from svclog.serve.legacy import legacy_query_body
+from svclog.serve.request_params import read_params
+from svclog.serve import telemetry
+
+log = logging.getLogger("svclog")
+
+
+class Backend(Protocol):
+    async def push(self, tenant: str, body: bytes, content_type: str | None, content_encoding: str | None) -> Any: ...
+    async def query(self, tenants: list[str], request: qp.RangeRequest) -> dict: ...
+    async def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]: ...
+    async def label_names(self, tenants: list[str], start: int, end: int, query: str | None) -> list[str]: ...
+    async def label_values(self, tenants: list[str], name: str, start: int, end: int,
+                           query: str | None) -> list[str]: ...
+    async def flush(self) -> None: ...
+    async def ingester_stats(self) -> list[dict]: ...
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    body = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    return Response(body, status_code=status, media_type="application/json")
+
+
+class Handlers:
+    def __init__(self, backend: Backend, *, auth_enabled: bool, multi_tenant_queries: bool,
+                 max_body_bytes: int, config_yaml: Any = None, services: Any = None):
+        self.backend = backend
+        self.auth_enabled = auth_enabled
+        self.multi_tenant_queries = multi_tenant_queries
+        self.max_body_bytes = max_body_bytes
+        self.config_yaml = config_yaml  # callable(mode) -> str
+        self.services = services  # callable() -> list[(name, state)]
+
+    # ------------------------------------------------------------ tenants
+
+    def _tenant(self, request: Request) -> str:
+        return single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=self.auth_enabled)
+
+    def _query_tenants(self, request: Request) -> list[str]:
+        tenants = parse_tenants(request.headers.get("x-scope-orgid"), auth_enabled=self.auth_enabled)
+        if len(tenants) > 1 and not self.multi_tenant_queries:
+            raise ValidationError("multiple org IDs present: multi-tenant queries are disabled")
+        return tenants
+
+    # ------------------------------------------------------------ ingest
+
+    async def push(self, request: Request) -> Response:
+        try:
+            tenant = self._tenant(request)
+            body = await _read_capped(request, self.max_body_bytes)
+            outcome = await self.backend.push(tenant, body, request.headers.get("content-type"),
+                                              request.headers.get("content-encoding"))
+            telemetry.record_push(tenant, 204, getattr(outcome, "lines", 0), getattr(outcome, "bytes", 0))
+            return Response(status_code=204)
+        except SvcError as err:
+            telemetry.record_push("", int(getattr(err, "status", 400)), 0, 0)
+            return error_response(err)
+
+    # ------------------------------------------------------------ queries
+
+    async def query_range(self, request: Request) -> Response:
+        return await self._query(request, instant=False)
+
+    async def query(self, request: Request) -> Response:
+        return await self._query(request, instant=True)
+
+    async def _query(self, request: Request, *, instant: bool) -> Response:
+        began = time.perf_counter()
+        endpoint = "query" if instant else "query_range"
+        try:
+            tenants = self._query_tenants(request)
+            params = await read_params(request)
+            form = {k: v for k, v in reversed(params.pairs)}
+            req = qp.instant_request(form) if instant else qp.range_request(form)
+            data = await self.backend.query(tenants, req)
+            telemetry.record_query(endpoint, 200, time.perf_counter() - began)
+            return _json({"status": "success", "data": data})
+        except SvcError as err:
+            telemetry.record_query(endpoint, int(getattr(err, "status", 400)), time.perf_counter() - began)
+            return error_response(err)
+
+    async def legacy_query(self, request: Request) -> Response:
+        try:
+            tenants = self._query_tenants(request)
+            params = await read_params(request)
+            form = {k: v for k, v in reversed(params.pairs)}
+            req = qp.range_request(form)
+            data = await self.backend.query(tenants, req)
+            return _json(legacy_query_body(data))
+        except SvcError as err:
+            return error_response(err)
+
+    async def labels(self, request: Request) -> Response:
+        try:
+            tenants = self._query_tenants(request)
+            params = await read_params(request)
+            start, end = qp.labels_range(_first_values(params))
+            names = await self.backend.label_names(tenants, start, end, params.get("query") or None)
+            return _json({"status": "success", "data": names})
+        except SvcError as err:
+            return error_response(err)
+
+    async def label_values(self, request: Request) -> Response:
+        try:
+            tenants = self._query_tenants(request)
+            params = await read_params(request)
+            start, end = qp.labels_range(_first_values(params))
+            name = request.path_params["name"]
+            values = await self.backend.label_values(tenants, name, start, end, params.get("query") or None)
+            return _json({"status": "success", "data": values})
+        except SvcError as err:
+            return error_response(err)
+
+    async def series(self, request: Request) -> Response:
+        try:
+            tenants = self._query_tenants(request)
+            params = await read_params(request)
+            start, end = qp.labels_range(_first_values(params))
+            selectors = params.getlist("match[]") or params.getlist("match")
+            if not selectors:
+                raise ValidationError("at least one match[] argument must be provided")
+            data = await self.backend.series(tenants, selectors, start, end)
+            return _json({"status": "success", "data": data})
+        except SvcError as err:
+            return error_response(err)
+
+    async def format_query(self, request: Request) -> Response:
+        try:
+            params = await read_params(request)
+            text = params.get("query")
+            if text is None:
+                raise ValidationError("query parameter is required")
+            return _json({"status": "success", "data": format_query(text)})
+        except SvcError as err:
+            return error_response(err)
+
+    # ------------------------------------------------------------ status and admin
+
+    async def ready(self, request: Request) -> Response:
+        return PlainTextResponse("ready\n")
+
+    async def metrics(self, request: Request) -> Response:
+        try:
+            stats = await self.backend.ingester_stats()
+        except Exception:  # metrics must render even while an ingester restarts
+            log.exception("ingester stats")
+            stats = []
+        body, content_type = telemetry.render(stats)
+        return Response(body, media_type=content_type)
+
+    async def buildinfo(self, request: Request) -> Response:
+        return _json(telemetry.build_info())
+
+    async def flush(self, request: Request) -> Response:
+        await self.backend.flush()
+        return Response(status_code=204)
+
+    async def config(self, request: Request) -> Response:
+        mode = request.query_params.get("mode")
+        if mode not in (None, "", "diffs", "defaults"):
+            return PlainTextResponse("invalid mode: use diffs or defaults\n", status_code=400)
+        text = self.config_yaml(mode or None) if self.config_yaml else ""
+        return PlainTextResponse(text, media_type="text/plain; charset=utf-8")
+
+    async def services_list(self, request: Request) -> Response:
+        rows = self.services() if self.services else []
+        return PlainTextResponse("".join(f"{name} => {state}\n" for name, state in rows))
+
+
+def _first_values(params) -> dict[str, str]:
+    return {k: v for k, v in reversed(params.pairs)}
+
+
+async def _read_capped(request: Request, cap: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > cap:
+        raise BodyTooLarge(f"request body too large: {declared} bytes > limit {cap}")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > cap:
+            raise BodyTooLarge(f"request body too large: more than {cap} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)

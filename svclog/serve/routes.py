@@ -1,0 +1,52 @@
+"""The route table: every endpoint under /svc and its aliases (/loki, deprecated paths)."""
+from __future__ import annotations
+
+from fastapi import FastAPI
+from starlette.requests import Request
+
+API_PREFIXES = ("/svc", "/loki")
+GET, POST, GET_POST = ["GET"], ["POST"], ["GET", "POST"]
+
+# (handler name, methods, paths relative to each API prefix)
+API_ROUTES = [
+    ("push", POST, ["/api/v1/push"]),
+    ("query_range", GET_POST, ["/api/v1/query_range"]),
+    ("query", GET_POST, ["/api/v1/query"]),
+    ("labels", GET_POST, ["/api/v1/labels", "/api/v1/label"]),
+    ("label_values", GET_POST, ["/api/v1/label/{name}/values"]),
+    ("series", GET_POST, ["/api/v1/series"]),
+    ("format_query", GET_POST, ["/api/v1/format_query"]),
+    ("buildinfo", GET, ["/api/v1/status/buildinfo"]),
+]
+# Deprecated routes (still served) and other absolute paths.
+OTHER_ROUTES = [
+    ("push", POST, ["/api/legacy/push", "/api/prom/push"]),
+    ("legacy_query", GET_POST, ["/api/legacy/query", "/api/prom/query"]),
+    ("labels", GET_POST, ["/api/legacy/label", "/api/prom/label"]),
+    ("label_values", GET_POST, ["/api/legacy/label/{name}/values", "/api/prom/label/{name}/values"]),
+    ("series", GET_POST, ["/api/legacy/series", "/api/prom/series"]),
+    ("ready", GET, ["/ready"]),
+    ("metrics", GET, ["/metrics"]),
+    ("config", GET, ["/config"]),
+    ("services_list", GET, ["/services"]),
+    ("flush", GET_POST, ["/flush"]),
+]
+
+
+def _endpoint(name: str):
+    async def endpoint(request: Request):
+        return await getattr(request.app.state.handlers, name)(request)
+
+    endpoint.__name__ = name
+    return endpoint
+
+
+def add_routes(app: FastAPI) -> FastAPI:
+    for name, methods, paths in API_ROUTES:
+        for prefix in API_PREFIXES:
+            for path in paths:
+                app.add_api_route(prefix + path, _endpoint(name), methods=methods, include_in_schema=False)
+    for name, methods, paths in OTHER_ROUTES:
+        for path in paths:
+            app.add_api_route(path, _endpoint(name), methods=methods, include_in_schema=False)
+    return app

@@ -1,0 +1,65 @@
+"""Prometheus metrics of the HTTP entry (pushes, bytes, queries) and build information."""
+from __future__ import annotations
+
+import platform
+import subprocess
+from functools import lru_cache
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+import svclog
+
+REGISTRY = CollectorRegistry()
+PUSH_REQUESTS = Counter("svc_distributor_push_requests", "Push requests by status code.",
+                        ["status"], registry=REGISTRY)
+LINES_RECEIVED = Counter("svc_distributor_lines_received", "Log lines accepted by the distributor.",
+                         ["tenant"], registry=REGISTRY)
+BYTES_RECEIVED = Counter("svc_distributor_bytes_received", "Raw line bytes accepted by the distributor.",
+                         ["tenant"], registry=REGISTRY)
+QUERIES = Counter("svc_query_requests", "Query requests by endpoint and status code.",
+                  ["endpoint", "status"], registry=REGISTRY)
+QUERY_SECONDS = Histogram("svc_query_duration_seconds", "Query latency by endpoint.", ["endpoint"],
+                          registry=REGISTRY)
+MEMORY_CHUNKS = Gauge("svc_ingester_memory_chunks", "Chunks held in ingester memory (head and sealed).",
+                      registry=REGISTRY)
+FLUSH_QUEUE = Gauge("svc_ingester_flush_queue_length", "Sealed chunks waiting for upload.", registry=REGISTRY)
+FLUSHED_CHUNKS = Gauge("svc_ingester_chunks_flushed", "Chunks flushed to the object store since start.",
+                       registry=REGISTRY)
+FLUSH_FAILURES = Gauge("svc_ingester_flush_failures", "Failed chunk uploads since start (retried).",
+                       registry=REGISTRY)
+INGESTERS = Gauge("svc_ingesters_reachable", "Ingesters that answered the last stats call.", registry=REGISTRY)
+
+
+def record_push(tenant: str, status: int, lines: int, size: int) -> None:
+    PUSH_REQUESTS.labels(str(status)).inc()
+    if lines:
+        LINES_RECEIVED.labels(tenant).inc(lines)
+        BYTES_RECEIVED.labels(tenant).inc(size)
+
+
+def record_query(endpoint: str, status: int, seconds: float) -> None:
+    QUERIES.labels(endpoint, str(status)).inc()
+    QUERY_SECONDS.labels(endpoint).observe(seconds)
+
+
+def render(ingester_stats: list[dict]) -> tuple[bytes, str]:
+    MEMORY_CHUNKS.set(sum(s.get("memory_chunks", 0) for s in ingester_stats))
+    FLUSH_QUEUE.set(sum(s.get("flush_queue", 0) for s in ingester_stats))
+    FLUSHED_CHUNKS.set(sum(s.get("flushed_chunks", 0) for s in ingester_stats))
+    FLUSH_FAILURES.set(sum(s.get("flush_failures", 0) for s in ingester_stats))
+    INGESTERS.set(len(ingester_stats))
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+@lru_cache(maxsize=1)
+def build_info() -> dict:
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], capture_output=True, text=True, timeout=2,
+                                  cwd=svclog.__path__[0]).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    return {"version": getattr(svclog, "__version__", "0.1.0"), "revision": git("rev-parse", "--short", "HEAD"),
+            "branch": git("rev-parse", "--abbrev-ref", "HEAD"), "buildDate": "", "buildUser": "",
+            "goVersion": f"python{platform.python_version()}"}

@@ -1,0 +1,154 @@
+"""The per-tenant, per-period index: which chunks hold which stream's entries.
+
+Each flush writes one immutable index segment (Arrow IPC) per tenant and period
+under `index/<tenant>/<period>/`; the compactor merges them. Readers list the
+segments of the periods a query spans and cache decoded segments by key.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from svclog.model import Labels, Matcher, labels_match
+from svclog.storage import schema
+from svclog.storage.objstore import ObjectStore
+
+INDEX_SCHEMA = pa.schema([
+    ("labels", pa.string()), ("fingerprint", pa.uint64()), ("key", pa.string()),
+    ("min_ts", pa.int64()), ("max_ts", pa.int64()), ("entries", pa.int64()),
+    ("bytes", pa.int64()), ("compressed", pa.int64()),
+])
+
+
+@dataclass(frozen=True)
+class ChunkRef:
+    labels: Labels
+    fingerprint: int
+    key: str
+    min_ts: int
+    max_ts: int
+    entries: int
+    bytes: int
+    compressed: int
+
+
+def encode_labels(labels: Labels) -> str:
+    return json.dumps(labels.items, separators=(",", ":"))
+
+
+def decode_labels(text: str) -> Labels:
+    return Labels(tuple(pair) for pair in json.loads(text))
+
+
+def write_index_segment(store: ObjectStore, tenant: str, refs: list[ChunkRef], writer_id: str) -> list[str]:
+    """Write the refs as one segment per period they touch; returns the keys written."""
+    by_period: dict[int, list[ChunkRef]] = {}
+    for ref in refs:
+        for period in schema.periods_between(ref.min_ts, ref.max_ts + 1):
+            by_period.setdefault(period, []).append(ref)
+    keys = []
+    for period, period_refs in by_period.items():
+        table = refs_to_table(period_refs)
+        key = f"{schema.index_dir(tenant, period)}/{writer_id}-{uuid.uuid4().hex[:12]}.arrow"
+        store.put(key, table_to_bytes(table))
+        keys.append(key)
+    return keys
+
+
+def refs_to_table(refs: list[ChunkRef]) -> pa.Table:
+    return pa.table({
+        "labels": [encode_labels(r.labels) for r in refs],
+        "fingerprint": pa.array([r.fingerprint for r in refs], pa.uint64()),
+        "key": [r.key for r in refs],
+        "min_ts": pa.array([r.min_ts for r in refs], pa.int64()),
+        "max_ts": pa.array([r.max_ts for r in refs], pa.int64()),
+        "entries": pa.array([r.entries for r in refs], pa.int64()),
+        "bytes": pa.array([r.bytes for r in refs], pa.int64()),
+        "compressed": pa.array([r.compressed for r in refs], pa.int64()),
+    }, schema=INDEX_SCHEMA)
+
+
+def table_to_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, INDEX_SCHEMA, options=pa.ipc.IpcWriteOptions(compression="zstd")) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+class _Segment:
+    """A decoded index segment: its table plus the distinct streams in it."""
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+        self.streams: dict[int, Labels] = {}
+        fps = table.column("fingerprint").to_pylist()
+        texts = table.column("labels").to_pylist()
+        for fp, text in zip(fps, texts):
+            if fp not in self.streams:
+                self.streams[fp] = decode_labels(text)
+
+
+class IndexReader:
+    """Looks up chunk refs; caches decoded segments (they are immutable) up to a count."""
+
+    def __init__(self, store: ObjectStore, max_cached_segments: int = 4096):
+        self.store = store
+        self.max_cached = max_cached_segments
+        self._cache: OrderedDict[str, _Segment] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _segment(self, key: str) -> _Segment | None:
+        with self._lock:
+            seg = self._cache.get(key)
+            if seg is not None:
+                self._cache.move_to_end(key)
+                return seg
+        try:
+            data = self.store.get(key)
+        except FileNotFoundError:
+            return None  # removed by the compactor between list and read
+        seg = _Segment(pa.ipc.open_file(pa.BufferReader(data)).read_all())
+        with self._lock:
+            self._cache[key] = seg
+            while len(self._cache) > self.max_cached:
+                self._cache.popitem(last=False)
+        return seg
+
+    def segments(self, tenant: str, start: int, end: int) -> Iterable[_Segment]:
+        for period in schema.periods_between(start, end):
+            for key in self.store.list(schema.index_dir(tenant, period)):
+                if key.endswith(".arrow"):
+                    seg = self._segment(key)
+                    if seg is not None:
+                        yield seg
+
+    def chunk_refs(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
+                   shard: tuple[int, int] | None = None) -> dict[Labels, list[ChunkRef]]:
+        """Refs of chunks overlapping [start, end) of streams matching all matchers."""
+        matchers = tuple(matchers)
+        found: dict[Labels, dict[str, ChunkRef]] = {}
+        for seg in self.segments(tenant, start, end):
+            wanted = {fp for fp, labels in seg.streams.items()
+                      if labels_match(labels, matchers) and (shard is None or fp % shard[1] == shard[0])}
+            if not wanted:
+                continue
+            table = seg.table
+            mask = pc.and_(pc.less(table.column("min_ts"), end), pc.greater_equal(table.column("max_ts"), start))
+            mask = pc.and_(mask, pc.is_in(table.column("fingerprint"), pa.array(sorted(wanted), pa.uint64())))
+            rows = table.filter(mask).to_pylist()
+            for row in rows:
+                labels = seg.streams[row["fingerprint"]]
+                found.setdefault(labels, {})[row["key"]] = ChunkRef(
+                    labels, row["fingerprint"], row["key"], row["min_ts"], row["max_ts"],
+                    row["entries"], row["bytes"], row["compressed"])
+        return {labels: sorted(refs.values(), key=lambda r: r.min_ts) for labels, refs in found.items()}
+
+    def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> set[Labels]:
+        return set(self.chunk_refs(tenant, matchers, start, end))

@@ -1,0 +1,55 @@
+import pyarrow as pa
+import pytest
+
+from svclog.chunk.format import decode_chunk, encode_chunk
+from svclog.chunk.head import HeadBlock, sort_dedupe
+from svclog.logql.source import METADATA_TYPE
+
+
+def _table(ts, lines, md=None):
+    return pa.table({"ts": pa.array(ts, pa.int64()), "line": lines,
+                     "metadata": pa.array(md or [None] * len(ts), METADATA_TYPE)})
+
+
+@pytest.mark.parametrize("encoding", ["zstd", "lz4", "snappy", "none"])
+def test_round_trip_keeps_entries_and_metadata(encoding):
+    table = _table([1, 2, 3], ["a", "b", "c"], [[("trace_id", "t1")], None, [("k", "v"), ("x", "y")]])
+    data = decode_chunk(encode_chunk(table, encoding=encoding))
+    assert data.ts.to_pylist() == [1, 2, 3]
+    assert data.line.to_pylist() == ["a", "b", "c"]
+    assert data.metadata.to_pylist() == [[("trace_id", "t1")], None, [("k", "v"), ("x", "y")]]
+
+
+def test_decode_reads_only_the_time_range_and_skips_blocks():
+    n = 10_000
+    table = _table(list(range(0, n * 10, 10)), ["x" * 100] * n)
+    data = encode_chunk(table, block_bytes=50_000)
+    reader = pa.ipc.open_file(pa.BufferReader(data))
+    assert reader.num_record_batches == 20  # 1 MB of lines in 50 kB blocks
+    window = decode_chunk(data, 5000, 20_000)
+    assert window.ts[0].as_py() == 5000 and window.ts[-1].as_py() == 19_990
+    assert len(window) == 1500
+    assert len(decode_chunk(data, 10**9, 10**9 + 1)) == 0
+
+
+def test_unknown_encoding_is_rejected():
+    with pytest.raises(ValueError):
+        encode_chunk(_table([1], ["a"]), encoding="brotli9")
+
+
+def test_sort_dedupe_orders_and_drops_exact_duplicates_only():
+    table = _table([5, 1, 5, 1, 3], ["b", "a", "b", "z", "c"])
+    out = sort_dedupe(table)
+    assert out.column("ts").to_pylist() == [1, 1, 3, 5]
+    assert out.column("line").to_pylist() == ["a", "z", "c", "b"]
+
+
+def test_head_block_tracks_bounds_and_seals_sorted():
+    head = HeadBlock()
+    head.append([30, 10], ["c", "a"], None, 2)
+    head.append([20], ["b"], [[("k", "v")]], 1)
+    assert (head.min_ts, head.max_ts, head.raw_bytes, len(head)) == (10, 30, 3, 3)
+    chunk = head.seal()
+    assert chunk.table.column("ts").to_pylist() == [10, 20, 30]
+    assert chunk.table.column("metadata").to_pylist()[1] == [("k", "v")]
+    assert (chunk.min_ts, chunk.max_ts) == (10, 30)

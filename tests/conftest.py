@@ -1,0 +1,64 @@
+"""Shared fixtures. The `svc` fixture starts ONE Ray cluster and svclog topology per test session."""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Service:
+    def __init__(self, url: str, cfg, handles: dict):
+        self.url = url
+        self.cfg = cfg
+        self.handles = handles
+
+    def ingester_pid(self, index: int = 0) -> int:
+        import ray
+
+        return ray.get(self.handles["ingesters"][index].pid.remote(), timeout=60)
+
+
+@pytest.fixture(scope="session")
+def svc(tmp_path_factory):
+    """A running svclog (local Ray, real Serve HTTP) shared by every end-to-end test."""
+    import httpx
+
+    from svclog import launch as topology
+    from svclog.config import load_config
+
+    data = tmp_path_factory.mktemp("svclog-data")
+    port = _free_port()
+    cfg = load_config(None, [
+        f"-common.path-prefix={data}", f"-server.http-listen-port={port}",
+        "-querier.query-ingesters-within=0", "-querier.multi-tenant-queries-enabled=true",
+        "-ray.num-ingesters=2", "-ray.num-queriers=2", "-limits.reject-old-samples=false",
+        "-ingester.flush-check-period=1s",
+    ])
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    handles = topology.start(cfg)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if httpx.get(url + "/ready", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    else:
+        pytest.fail("svclog did not become ready within 120 s")
+    yield Service(url, cfg, handles)
+    import ray
+    from ray import serve
+
+    topology.stop(handles)
+    serve.shutdown()
+    ray.shutdown()

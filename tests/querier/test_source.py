@@ -1,0 +1,77 @@
+import pyarrow as pa
+
+from svclog.chunk.format import CHUNK_SCHEMA
+from svclog.ingester.ingester import Ingester, IngesterSettings
+from svclog.logql.source import SelectRequest
+from svclog.model import Labels, Matcher, MatchType, StreamColumns
+from svclog.querier.source import StoreSource
+from svclog.storage.chunk_store import ChunkStore
+from svclog.storage.index import IndexReader
+from svclog.storage.objstore import ObjectStore
+
+
+class Replicas:
+    """Two ingesters holding the same data, as with replication factor 2."""
+
+    def __init__(self, ingesters):
+        self.ingesters = ingesters
+
+    def select(self, tenant, matchers, start, end, shard):
+        found = [item for ing in self.ingesters for item in ing.select(tenant, matchers, start, end, shard)]
+        return found, len(self.ingesters)
+
+    def series(self, tenant, matchers, start, end):
+        return [s for ing in self.ingesters for s in ing.series(tenant, matchers, start, end)]
+
+
+def _setup(tmp_path):
+    store = ObjectStore(str(tmp_path / "s"))
+    chunks = ChunkStore(store)
+    ings = [Ingester(IngesterSettings(f"i{i}", str(tmp_path / f"w{i}")), chunks) for i in range(2)]
+    return store, chunks, ings
+
+
+def _push(ings, tenant, app, ts, lines):
+    for ing in ings:
+        ing.push(tenant, [StreamColumns(Labels({"app": app}.items()), ts, lines)])
+
+
+def test_merges_store_and_ingesters_without_duplicates(tmp_path):
+    store, chunks, ings = _setup(tmp_path)
+    _push(ings, "t", "a", [1, 2], ["one", "two"])
+    ings[0].flush(force=True)  # one replica flushed, the other still holds the data
+    _push(ings, "t", "a", [3], ["three"])
+    source = StoreSource(["t"], IndexReader(store), chunks, Replicas(ings))
+    (block,) = source.select_logs(SelectRequest((Matcher("app", MatchType.EQ, "a"),), 0, 10))
+    assert block.line.to_pylist() == ["one", "two", "three"]
+    assert source.stats.duplicates == 3
+    assert source.stats.store_chunks_downloaded == 1
+
+
+def test_multi_tenant_adds_and_filters_tenant_label(tmp_path):
+    store, chunks, ings = _setup(tmp_path)
+    _push(ings[:1], "a", "x", [1], ["from a"])
+    _push(ings[:1], "b", "x", [2], ["from b"])
+    source = StoreSource(["a", "b"], IndexReader(store), chunks, Replicas(ings[:1]))
+    blocks = list(source.select_logs(SelectRequest((Matcher("app", MatchType.EQ, "x"),), 0, 10)))
+    assert sorted(b.labels.get("__tenant_id__") for b in blocks) == ["a", "b"]
+    only_b = (Matcher("__tenant_id__", MatchType.EQ, "b"), Matcher("app", MatchType.EQ, "x"))
+    (block,) = source.select_logs(SelectRequest(only_b, 0, 10))
+    assert block.line.to_pylist() == ["from b"]
+
+
+def test_existing_tenant_label_is_renamed(tmp_path):
+    store, chunks, ings = _setup(tmp_path)
+    ings[0].push("a", [StreamColumns(Labels({"app": "x", "__tenant_id__": "fake"}.items()), [1], ["l"])])
+    source = StoreSource(["a", "b"], IndexReader(store), chunks, Replicas(ings[:1]))
+    (block,) = source.select_logs(SelectRequest((Matcher("app", MatchType.EQ, "x"),), 0, 10))
+    assert block.labels.to_dict() == {"app": "x", "__tenant_id__": "a", "original___tenant_id__": "fake"}
+
+
+def test_series_from_both_places(tmp_path):
+    store, chunks, ings = _setup(tmp_path)
+    _push(ings[:1], "t", "old", [1], ["x"])
+    ings[0].flush(force=True)
+    _push(ings[:1], "t", "new", [2], ["y"])
+    source = StoreSource(["t"], IndexReader(store), chunks, Replicas(ings[:1]))
+    assert [s.get("app") for s in source.select_series((), 0, 10)] == ["new", "old"]

@@ -1,0 +1,80 @@
+import pytest
+
+from svclog.chunk.head import SealedChunk
+from svclog.chunk.format import CHUNK_SCHEMA
+from svclog.model import Labels, Matcher, MatchType
+from svclog.storage import schema
+from svclog.storage.chunk_store import ChunkStore, FetchStats
+from svclog.storage.index import IndexReader
+from svclog.storage.objstore import ObjectStore
+
+import pyarrow as pa
+
+DAY = schema.PERIOD_NS
+
+
+def _chunk(ts, lines):
+    table = pa.table({"ts": pa.array(ts, pa.int64()), "line": lines,
+                      "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type)})
+    return SealedChunk.from_table(table)
+
+
+@pytest.fixture
+def store(tmp_path):
+    return ObjectStore(str(tmp_path))
+
+
+def test_refs_are_found_by_matchers_time_and_tenant(store):
+    chunks = ChunkStore(store)
+    a, b = Labels({"app": "a", "env": "prod"}.items()), Labels({"app": "b", "env": "dev"}.items())
+    chunks.put_chunks("t1", [(a, _chunk([10, 20], ["x", "y"])), (b, _chunk([30], ["z"]))], "w")
+    reader = IndexReader(store)
+    prod = Matcher("env", MatchType.EQ, "prod")
+    assert list(reader.chunk_refs("t1", (prod,), 0, 100)) == [a]
+    assert reader.chunk_refs("t1", (prod,), 21, 100) == {}  # chunk ends before the range
+    assert reader.chunk_refs("t2", (prod,), 0, 100) == {}
+    regex = Matcher("app", MatchType.RE, "a|b")
+    assert reader.series("t1", (regex,), 0, 100) == {a, b}
+
+
+def test_chunk_spanning_two_periods_is_indexed_in_both(store):
+    chunks = ChunkStore(store)
+    labels = Labels({"app": "a"}.items())
+    chunks.put_chunks("t1", [(labels, _chunk([DAY - 1, DAY + 1], ["x", "y"]))], "w")
+    reader = IndexReader(store)
+    assert reader.chunk_refs("t1", (), DAY + 1, DAY + 2)
+    assert reader.chunk_refs("t1", (), 0, DAY)
+    assert len(store.list(schema.index_dir("t1", 0))) == 1
+    assert len(store.list(schema.index_dir("t1", 1))) == 1
+
+
+def test_shard_selects_by_fingerprint(store):
+    chunks = ChunkStore(store)
+    streams = [Labels({"pod": str(i)}.items()) for i in range(20)]
+    chunks.put_chunks("t1", [(s, _chunk([1], ["x"])) for s in streams], "w")
+    reader = IndexReader(store)
+    shards = [set(reader.chunk_refs("t1", (), 0, 10, shard=(i, 4))) for i in range(4)]
+    assert set().union(*shards) == set(streams)
+    assert sum(len(s) for s in shards) == len(streams)
+
+
+def test_fetch_uses_cache_and_counts_downloads(store):
+    chunks = ChunkStore(store)
+    labels = Labels({"app": "a"}.items())
+    (ref,) = chunks.put_chunks("t1", [(labels, _chunk([1, 2, 3], ["a", "b", "c"]))], "w")
+    stats = FetchStats()
+    assert chunks.fetch(ref, 2, 3, stats).line.to_pylist() == ["b"]
+    chunks.fetch(ref, 0, 10, stats)
+    assert stats.chunks_downloaded == 1
+    assert stats.compressed_bytes == 2 * ref.compressed
+
+
+def test_object_store_put_get_list_delete(store):
+    store.put("a/b/c", b"data")
+    assert store.get("a/b/c") == b"data"
+    assert store.list("a/b") == ["a/b/c"]
+    assert store.list("missing") == []
+    store.delete("a/b/c")
+    assert not store.exists("a/b/c")
+    with pytest.raises(FileNotFoundError):
+        store.get("a/b/c")
