@@ -17,6 +17,7 @@ def querier_settings(cfg: Config) -> QuerierSettings:
     return QuerierSettings(
         query_ingesters_within=cfg.querier.query_ingesters_within,
         max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
+        max_query_series=cfg.limits_config.max_query_series,
     )
 
 

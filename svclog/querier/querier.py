@@ -5,7 +5,9 @@ import time
 from dataclasses import dataclass
 
 from svclog.logql import ast
-from svclog.logql.engine import QueryParams, evaluate, result_to_json
+from svclog.logql.engine.evaluator import evaluate
+from svclog.logql.engine.json_codec import result_to_json
+from svclog.logql.engine.params import QueryParams
 from svclog.logql.parser import parse, parse_selector
 from svclog.model import Labels, Matcher, ValidationError
 from svclog.querier.request import RangeRequest
@@ -19,6 +21,7 @@ from svclog.storage.index import IndexReader
 class QuerierSettings:
     query_ingesters_within: int = 3 * 3600 * 1_000_000_000
     max_entries_limit_per_query: int = 5000
+    max_query_series: int = 500
 
 
 class Querier:
@@ -47,7 +50,7 @@ class Querier:
                              instant=request.instant)
         source = self._source(tenants)
         began = time.perf_counter()
-        result = evaluate(expr, params, source)
+        result = evaluate(expr, params, source, max_series=self.settings.max_query_series)
         data = result_to_json(result)
         data["stats"] = build_stats(source.stats, time.perf_counter() - began, queue_seconds)
         return data

@@ -18,7 +18,7 @@ from svclog.serve.backend import ServeBackend
 from svclog.serve.codecs.push import decode_push
 from svclog.serve.errors import ErrorReply
 from svclog.serve.handlers import Handlers
-from svclog.serve.routes import add_routes
+from svclog.serve.routes import add_routes, set_handlers
 
 log = logging.getLogger("svclog")
 app = add_routes(FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None))
@@ -79,14 +79,14 @@ class QueryFrontendDeployment:
 class Gateway:
     def __init__(self, cfg: Config, distributor, frontend):
         pool = IngesterPool(RingClient(), cfg.common.replication_factor)
-        app.state.handlers = Handlers(
+        set_handlers(Handlers(
             ServeBackend(distributor, frontend, pool),
             auth_enabled=cfg.auth_enabled,
             multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
             max_body_bytes=cfg.server.max_request_body_bytes,
             config_yaml=lambda mode: config_to_yaml(cfg, mode),
             services=lambda: [(name, "Running") for name in _services(cfg)],
-        )
+        ))
 
 
 def _services(cfg: Config) -> list[str]:

@@ -33,9 +33,24 @@ OTHER_ROUTES = [
 ]
 
 
+# The handlers of this process. Serve ships the app to replicas by pickling it, so the
+# app object a replica runs is not the one its constructor sees: a module global is.
+_handlers: list = []
+
+
+def set_handlers(handlers) -> None:
+    _handlers[:] = [handlers]
+
+
+def current_handlers():
+    # A module-level function is pickled by reference, so this reads the live global
+    # (a closure's captured globals would be pickled by value).
+    return _handlers[0]
+
+
 def _endpoint(name: str):
     async def endpoint(request: Request):
-        return await getattr(request.app.state.handlers, name)(request)
+        return await getattr(current_handlers(), name)(request)
 
     endpoint.__name__ = name
     return endpoint

@@ -6,15 +6,32 @@ labels, `__error__`, ...) where null means "absent for this entry". The two neve
 share a name: a stage that changes a stream label first moves it into `labels`.
 `origin` keeps the original stream labels (parsers rename colliding keys with the
 `_extracted` suffix against them) and `metadata_names` the structured-metadata keys.
+`parsed` names the columns written by parsers and formatters; label_format renames
+need the category (parsed > structured metadata > stream) to pick a winner.
+
+`__error__` and `__error_details__` live in `labels` like any other column.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from svclog.logql.source import StreamBlock
 from svclog.model import Labels
+
+ERROR_LABEL = "__error__"
+ERROR_DETAILS_LABEL = "__error_details__"
+EXTRACTED_SUFFIX = "_extracted"
+
+# Error values, as the reference names them.
+ERR_JSON = "JSONParserErr"
+ERR_LOGFMT = "LogfmtParserErr"
+ERR_LABEL_FILTER = "LabelFilterErr"
+ERR_SAMPLE_EXTRACTION = "SampleExtractionErr"
+ERR_TEMPLATE_FORMAT = "TemplateFormatErr"
 
 
 @dataclass
@@ -25,6 +42,7 @@ class LogBatch:
     labels: dict[str, pa.Array] = field(default_factory=dict)
     origin: Labels | None = None
     metadata_names: frozenset[str] = frozenset()
+    parsed: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.origin is None:
@@ -33,16 +51,23 @@ class LogBatch:
     def __len__(self) -> int:
         return len(self.ts)
 
-    def filter(self, mask: pa.Array) -> "LogBatch":
+    def filter(self, mask: pa.Array) -> LogBatch:
         """Keep the entries where mask is true (null counts as false)."""
         mask = pc.fill_null(mask, False)
+        return self._derive(lambda arr: pc.filter(arr, mask))
+
+    def take(self, indices: pa.Array) -> LogBatch:
+        return self._derive(lambda arr: pc.take(arr, indices))
+
+    def _derive(self, fn) -> LogBatch:
         return LogBatch(
             stream=self.stream,
-            ts=pc.filter(self.ts, mask),
-            line=pc.filter(self.line, mask),
-            labels={k: pc.filter(v, mask) for k, v in self.labels.items()},
+            ts=fn(self.ts),
+            line=fn(self.line),
+            labels={k: fn(v) for k, v in self.labels.items()},
             origin=self.origin,
             metadata_names=self.metadata_names,
+            parsed=self.parsed,
         )
 
     def label(self, name: str) -> pa.Array:
@@ -50,10 +75,16 @@ class LogBatch:
         if name in self.labels:
             return self.labels[name]
         value = self.stream.get(name)
-        return pa.nulls(len(self), pa.string()) if value is None else pa.array([value] * len(self), pa.string())
+        if value is None:
+            return pa.nulls(len(self), pa.string())
+        return pa.repeat(pa.scalar(value, pa.string()), len(self))
 
     def has_label(self, name: str) -> bool:
-        return name in self.labels or name in self.stream
+        """Does any entry carry the label?"""
+        column = self.labels.get(name)
+        if column is not None:
+            return column.null_count < len(column)
+        return name in self.stream
 
     def set_label(self, name: str, values: pa.Array) -> None:
         """Set a per-entry label column (null = absent), overriding a stream label of that name."""
@@ -61,7 +92,108 @@ class LogBatch:
             self.stream = self.stream.without([name])
         self.labels[name] = values
 
+    def set_parsed(self, name: str, values: pa.Array) -> None:
+        """Set a column written by a parser/formatter: non-null values win, nulls keep the old value."""
+        old = self.label(name)
+        self.set_label(name, values if old.null_count == len(old) else pc.coalesce(values, old))
+        self.parsed = self.parsed | {name}
+
     def drop_label(self, name: str) -> None:
         self.labels.pop(name, None)
         if name in self.stream:
             self.stream = self.stream.without([name])
+
+    def names(self) -> list[str]:
+        """Every label name present on at least one entry (stream names included)."""
+        present = [k for k, v in self.labels.items() if v.null_count < len(v)]
+        return sorted(set(self.stream.names()) | set(present))
+
+
+# ---------------------------------------------------------------- errors
+
+def error_column(batch: LogBatch) -> pa.Array:
+    """`__error__` per entry (null = no error)."""
+    return batch.label(ERROR_LABEL)
+
+
+def has_error(batch: LogBatch) -> pa.Array:
+    return pc.is_valid(error_column(batch))
+
+
+def set_error(batch: LogBatch, mask: pa.Array, error: str | pa.Array,
+              details: str | pa.Array | None = None, *, overwrite: bool = True) -> None:
+    """Record `error` (and `details`) on the entries selected by `mask`.
+
+    Parsers overwrite an earlier error (overwrite=True); label filters keep the first
+    one (overwrite=False), as the reference does. Details are only written with an error.
+    """
+    mask = pc.fill_null(mask, False)
+    if not pc.any(mask).as_py():
+        return
+    if not overwrite:
+        mask = pc.and_(mask, pc.invert(has_error(batch)))
+    n = len(batch)
+    err = _broadcast(error, n)
+    batch.set_label(ERROR_LABEL, pc.if_else(mask, err, error_column(batch)))
+    if details is not None:
+        det = _broadcast(details, n)
+        # Details absent (null) leave any earlier details in place, like SetErrorDetails is skipped.
+        det_mask = pc.and_(mask, pc.is_valid(det))
+        batch.set_label(ERROR_DETAILS_LABEL, pc.if_else(det_mask, det, batch.label(ERROR_DETAILS_LABEL)))
+
+
+def _broadcast(value: str | pa.Array, n: int) -> pa.Array:
+    if isinstance(value, str):
+        return pa.repeat(pa.scalar(value, pa.string()), n)
+    return value
+
+
+# ---------------------------------------------------------------- construction
+
+def block_to_batch(block: StreamBlock) -> LogBatch:
+    """A stream block as a batch; structured metadata becomes per-entry label columns.
+
+    A metadata key that is also a stream label gets the `_extracted` suffix and a key
+    named `__error__`/`__error_details__` sets the error, as the reference's builder does.
+    """
+    line = block.line
+    if pa.types.is_large_string(line.type):
+        line = line.cast(pa.string())
+    batch = LogBatch(stream=block.labels, ts=block.ts, line=line)
+    if block.metadata is None or len(block.metadata) == 0:
+        return batch
+    meta = block.metadata
+    # Offsets are absolute into the (unsliced) key/item children.
+    offsets = meta.offsets.to_numpy()
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    keys = meta.keys.slice(lo, hi - lo)
+    items = meta.items.slice(lo, hi - lo)
+    parents = np.repeat(np.arange(len(meta)), np.diff(offsets))
+    n = len(block)
+    names: set[str] = set()
+    for key in pc.unique(keys).to_pylist():
+        if key is None:
+            continue
+        sel = pc.equal(keys, key)
+        rows = parents[sel.to_numpy(zero_copy_only=False)]
+        values = pc.filter(items, sel)
+        positions = np.full(n, -1, dtype=np.int64)
+        positions[rows] = np.arange(len(values))  # repeated keys in one entry: last wins
+        column = values.take(pa.array(positions, mask=positions < 0))
+        name = key + EXTRACTED_SUFFIX if key in block.labels else key
+        batch.labels[name] = column.cast(pa.string())
+        names.add(name)
+    batch.metadata_names = frozenset(names - {ERROR_LABEL, ERROR_DETAILS_LABEL})
+    return batch
+
+
+def batch_from_rows(stream: Labels, rows: list[tuple[int, str]] | list[tuple[int, str, dict]]) -> LogBatch:
+    """A small batch from Python rows (ts, line[, metadata]); for tests and tools."""
+    ts = pa.array([r[0] for r in rows], pa.int64())
+    line = pa.array([r[1] for r in rows], pa.string())
+    meta = None
+    if any(len(r) > 2 and r[2] for r in rows):
+        from svclog.logql.source import METADATA_TYPE
+
+        meta = pa.array([list((r[2] if len(r) > 2 else {}).items()) for r in rows], METADATA_TYPE)
+    return block_to_batch(StreamBlock(stream, ts, line, meta))

@@ -1,0 +1,206 @@
+"""evaluate(expr, params, source): the one entry point of the LogQL engine.
+
+Sample expressions evaluate to a `SeriesSet` (all steps at once) or to
+`ScalarSteps`; dispatch over AST node types is a functools.singledispatch.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import singledispatch
+
+import numpy as np
+
+from svclog.logql import ast
+from svclog.logql.engine import binops, functions, vector_agg
+from svclog.logql.engine.grouping import group_labels
+from svclog.logql.engine.logs import evaluate_logs
+from svclog.logql.engine.params import QueryParams, step_times, validate
+from svclog.logql.engine.range_agg import LOG_OPS, UNWRAP_OPS, windows
+from svclog.logql.engine.result import (
+    MatrixResult,
+    QueryResult,
+    Sample,
+    ScalarResult,
+    Series,
+    VectorResult,
+)
+from svclog.logql.engine.samples import ERROR_LABEL, SampleSeries, select_samples
+from svclog.logql.engine.series import ScalarSteps, SeriesSet
+from svclog.logql.source import LogSource
+from svclog.model import Labels, LimitError, MatchType, ValidationError
+
+DEFAULT_MAX_SERIES = 500
+
+
+@dataclass(frozen=True)
+class EvalContext:
+    params: QueryParams
+    source: LogSource
+    steps: np.ndarray  # evaluation times, int64 ns
+
+
+def evaluate(expr: ast.Expr, params: QueryParams, source: LogSource,
+             max_series: int = DEFAULT_MAX_SERIES) -> QueryResult:
+    validate(params)
+    if isinstance(expr, ast.LogQuery):
+        if params.instant:
+            raise ValidationError("log queries are not supported as an instant query type, "
+                                  "please change your query to a range query type")
+        return evaluate_logs(expr, params, source)
+    ctx = EvalContext(params, source, step_times(params))
+    value = eval_sample(expr, ctx)
+    if isinstance(value, SeriesSet):
+        value = value.compact()
+        if len(value) > max_series:
+            raise LimitError(f"maximum of series ({max_series}) reached for a single query")
+    return _to_result(value, ctx)
+
+
+def _to_result(value: SeriesSet | ScalarSteps, ctx: EvalContext) -> QueryResult:
+    if isinstance(value, ScalarSteps):
+        if ctx.params.instant:
+            return ScalarResult(int(ctx.steps[0]), float(value.values[0]))
+        return MatrixResult([Series(Labels(), ctx.steps, value.values)])
+    if ctx.params.instant:
+        samples = [Sample(lb, int(ctx.steps[0]), float(v[0]))
+                   for lb, v, p in zip(value.labels, value.values, value.present) if p[0]]
+        return VectorResult(_order_samples(samples, value.order))
+    series = [Series(lb, ctx.steps[p], v[p]) for lb, v, p in zip(value.labels, value.values, value.present)]
+    return MatrixResult(sorted(series, key=lambda s: s.labels))
+
+
+def _order_samples(samples: list[Sample], order: str) -> list[Sample]:
+    samples = sorted(samples, key=lambda s: s.labels)
+    if not order:
+        return samples
+    # NaN last in both directions, like the reference's sort / sort_desc
+    sign = 1.0 if order == "asc" else -1.0
+    return sorted(samples, key=lambda s: (np.isnan(s.value), sign * s.value if not np.isnan(s.value) else 0.0))
+
+
+@singledispatch
+def eval_sample(node: object, ctx: EvalContext) -> SeriesSet | ScalarSteps:
+    raise ValidationError(f"unsupported expression {type(node).__name__}")
+
+
+@eval_sample.register
+def _literal(node: ast.Literal, ctx: EvalContext) -> ScalarSteps:
+    return ScalarSteps(np.full(len(ctx.steps), float(node.value)))
+
+
+@eval_sample.register
+def _vector(node: ast.VectorLiteral, ctx: EvalContext) -> SeriesSet:
+    return functions.vector_literal(node.value, len(ctx.steps))
+
+
+@eval_sample.register
+def _label_replace(node: ast.LabelReplace, ctx: EvalContext) -> SeriesSet:
+    inner = eval_sample(node.expr, ctx)
+    if not isinstance(inner, SeriesSet):
+        raise ValidationError("label_replace expects a vector")
+    return functions.label_replace(node, inner)
+
+
+@eval_sample.register
+def _binary(node: ast.BinaryOp, ctx: EvalContext) -> SeriesSet | ScalarSteps:
+    return binops.apply(node, eval_sample(node.lhs, ctx), eval_sample(node.rhs, ctx))
+
+
+@eval_sample.register
+def _vector_aggregation(node: ast.VectorAggregation, ctx: EvalContext) -> SeriesSet:
+    inner = eval_sample(node.expr, ctx)
+    if not isinstance(inner, SeriesSet):
+        raise ValidationError(f"{node.op} expects a vector")
+    return vector_agg.aggregate(node, inner)
+
+
+def _sharded_avg(node: ast.RangeAggregation) -> ast.BinaryOp | None:
+    """The reference's query frontend runs `avg_over_time(...) by (g)` as
+    `sum by (g) (sum_over_time(...)) / sum by (g) (count_over_time(<range without unwrap>))`,
+    so entries lacking the unwrapped label count in the denominator; we give the same answers."""
+    if node.op != "avg_over_time" or node.grouping is None or node.range.unwrap is None:
+        return None
+    if not node.grouping.without and not node.grouping.labels:
+        return None
+    sums = ast.VectorAggregation("sum", ast.RangeAggregation("sum_over_time", node.range), node.grouping)
+    counted = replace(node.range, unwrap=None)
+    counts = ast.VectorAggregation("sum", ast.RangeAggregation("count_over_time", counted), node.grouping)
+    return ast.BinaryOp("/", sums, counts)
+
+
+@eval_sample.register
+def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSet:
+    rewritten = _sharded_avg(node)
+    if rewritten is not None:
+        return eval_sample(rewritten, ctx)
+    log_range = node.range
+    ends = ctx.steps - log_range.offset
+    ops = UNWRAP_OPS if log_range.unwrap is not None else LOG_OPS
+    if node.op not in ops and node.op != "absent_over_time":
+        raise ValidationError(f"invalid aggregation {node.op} "
+                              f"{'with' if log_range.unwrap is not None else 'without'} unwrap")
+    samples = select_samples(log_range, ctx.source, int(ends[0]) - log_range.range + 1, int(ends[-1]) + 1)
+    if node.op == "absent_over_time":
+        return _absent(log_range, samples, ends)
+    _check_errors(samples, log_range)
+    samples = _group_samples(samples, node.grouping)
+    fn = ops[node.op]
+    n = len(samples)
+    values = np.zeros((n, len(ends)))
+    present = np.zeros((n, len(ends)), dtype=bool)
+    for i, s in enumerate(samples):
+        w = windows(s.ts, s.values, ends, log_range.range, node.param)
+        values[i] = fn(w)
+        present[i] = w.count > 0
+    return SeriesSet([s.labels for s in samples], values, present).compact()
+
+
+def _group_samples(samples: list[SampleSeries], grouping: ast.Grouping | None) -> list[SampleSeries]:
+    """`op(...) by (x)`: all samples of a group form one series (not an aggregate of aggregates)."""
+    if grouping is None:
+        return samples
+    groups: dict[Labels, list[SampleSeries]] = {}
+    for s in samples:
+        groups.setdefault(group_labels(s.labels, grouping), []).append(s)
+    out = []
+    for key, members in groups.items():
+        ts = np.concatenate([m.ts for m in members])
+        vals = np.concatenate([m.values for m in members])
+        order = np.argsort(ts, kind="stable")
+        out.append(SampleSeries(key, ts[order], vals[order]))
+    return out
+
+
+def _requests_errors(log_range: ast.LogRange) -> bool:
+    """Did the query filter on `__error__` itself? Then errors are intended results."""
+    for node in ast.walk(log_range):
+        if isinstance(node, ast.StringLabelFilter) and node.matcher.name == ERROR_LABEL:
+            return True
+    return False
+
+
+def _check_errors(samples: list[SampleSeries], log_range: ast.LogRange) -> None:
+    for s in samples:
+        error = s.labels.get(ERROR_LABEL)
+        if error and not _requests_errors(log_range):
+            raise ValidationError(
+                f"pipeline error: '{error}' for series: '{s.labels}'.\n"
+                f"Use a label filter to intentionally skip this error. (e.g | __error__!=\"{error}\").\n"
+                "To skip all potential errors you can match empty errors.(e.g __error__=\"\")\n"
+                "The label filter can also be specified after unwrap. (e.g | unwrap latency | __error__=\"\" )\n")
+
+
+def _absent(log_range: ast.LogRange, samples: list[SampleSeries], ends: np.ndarray) -> SeriesSet:
+    seen = np.zeros(len(ends), dtype=bool)
+    for s in samples:
+        seen |= windows(s.ts, s.values, ends, log_range.range).count > 0
+    labels: dict[str, str] = {}
+    dropped: set[str] = set()
+    for m in log_range.query.selector.matchers:
+        if m.type is MatchType.EQ and m.name not in dropped:
+            if m.name in labels:
+                dropped.add(m.name)
+                labels.pop(m.name)
+            else:
+                labels[m.name] = m.value
+    return SeriesSet([Labels.from_dict(labels)], np.ones((1, len(ends))), ~seen[None, :]).compact()

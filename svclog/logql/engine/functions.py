@@ -1,0 +1,52 @@
+"""Functions over vectors: label_replace and vector(x)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from svclog.logql import ast
+from svclog.logql.engine.series import SeriesSet, merge_same_labels
+from svclog.model import Labels, ValidationError, is_valid_label_name
+
+_TEMPLATE_REF = re.compile(r"\$(?:\$|\{([A-Za-z0-9_]*)\}|([A-Za-z0-9_]+))")
+
+
+def expand_template(template: str, match: re.Match) -> str:
+    """Go's regexp.Expand: `$1`, `${1}`, `$name`, `${name}`, `$$`; unknown groups expand to ''."""
+    def substitute(ref: re.Match) -> str:
+        if ref.group(0) == "$$":
+            return "$"
+        name = ref.group(1) if ref.group(1) is not None else ref.group(2)
+        if not name:
+            return ""
+        try:
+            group = match.group(int(name)) if name.isdigit() else match.group(name)
+        except IndexError:
+            return ""
+        return group or ""
+
+    # A lone `$` not followed by a name stays as is (Go leaves it untouched too).
+    return _TEMPLATE_REF.sub(substitute, template)
+
+
+def label_replace(node: ast.LabelReplace, inner: SeriesSet) -> SeriesSet:
+    if not is_valid_label_name(node.dst):
+        raise ValidationError(f"invalid destination label name in label_replace(): {node.dst}")
+    try:
+        pattern = re.compile(f"(?s:{node.regex})\\Z")
+    except re.error as err:
+        raise ValidationError(f"invalid regular expression in label_replace(): {node.regex}") from err
+    labels = []
+    for lb in inner.labels:
+        match = pattern.match(lb.get(node.src) or "")
+        if match is None:
+            labels.append(lb)
+            continue
+        value = expand_template(node.replacement, match)
+        labels.append(lb.with_(**{node.dst: value}) if value else lb.without([node.dst]))
+    return merge_same_labels(labels, inner.values, inner.present)
+
+
+def vector_literal(value: float, n_steps: int) -> SeriesSet:
+    return SeriesSet([Labels()], np.full((1, n_steps), float(value)), np.ones((1, n_steps), dtype=bool))

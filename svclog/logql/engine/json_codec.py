@@ -1,0 +1,68 @@
+"""Query results in the reference's JSON shape (`data` of the query envelope)."""
+from __future__ import annotations
+
+import math
+from functools import singledispatch
+
+import numpy as np
+
+from svclog.logql.engine.result import (
+    MatrixResult,
+    ScalarResult,
+    StreamsResult,
+    VectorResult,
+)
+
+_NS_PER_MS = 1_000_000
+
+
+def format_value(value: float) -> str:
+    """Go's strconv.FormatFloat(v, 'f', -1, 64), with Prometheus' NaN/+Inf/-Inf spellings."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return np.format_float_positional(float(value), trim="-")
+
+
+def sample_time(ts_ns: int) -> int | float:
+    """Sample timestamps are seconds with millisecond precision; whole seconds print as integers."""
+    ms = int(ts_ns) // _NS_PER_MS
+    seconds, rest = divmod(ms, 1000)
+    return seconds if rest == 0 else ms / 1000
+
+
+@singledispatch
+def result_to_json(result: object) -> dict:
+    """`{"resultType": ..., "result": [...]}` for a query result."""
+    raise TypeError(f"not a query result: {type(result).__name__}")
+
+
+@result_to_json.register
+def _streams(result: StreamsResult) -> dict:
+    return {"resultType": "streams", "result": [
+        {"stream": s.labels.to_dict(), "values": [[str(int(t)), line] for t, line in zip(s.ts.tolist(), s.lines)]}
+        for s in result.streams
+    ]}
+
+
+@result_to_json.register
+def _matrix(result: MatrixResult) -> dict:
+    return {"resultType": "matrix", "result": [
+        {"metric": s.labels.to_dict(),
+         "values": [[sample_time(t), format_value(v)] for t, v in zip(s.ts.tolist(), s.values.tolist())]}
+        for s in result.series
+    ]}
+
+
+@result_to_json.register
+def _vector(result: VectorResult) -> dict:
+    return {"resultType": "vector", "result": [
+        {"metric": s.labels.to_dict(), "value": [sample_time(s.ts), format_value(s.value)]}
+        for s in result.samples
+    ]}
+
+
+@result_to_json.register
+def _scalar(result: ScalarResult) -> dict:
+    return {"resultType": "scalar", "result": [sample_time(result.ts), format_value(result.value)]}

@@ -1,0 +1,78 @@
+"""Reading samples for a range aggregation: select, run the pipeline, unwrap, group into series.
+
+Every series comes out as timestamps (int64 ns, ascending) and float values;
+for a log range without unwrap the value of an entry is its size in bytes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from svclog.logql import ast
+from svclog.logql.engine import stages_bridge as sb
+from svclog.logql.engine.unwrap import unwrap_values
+from svclog.logql.source import LogSource, SelectRequest
+from svclog.model import Labels
+
+ERROR_LABEL = "__error__"
+ERROR_DETAILS_LABEL = "__error_details__"
+
+
+@dataclass
+class SampleSeries:
+    labels: Labels
+    ts: np.ndarray  # int64 ns ascending
+    values: np.ndarray  # float64
+
+
+def leading_line_filters(query: ast.LogQuery) -> tuple:
+    out = []
+    for stage in query.stages:
+        if not isinstance(stage, ast.LineFilter):
+            break
+        out.append(stage)
+    return tuple(out)
+
+
+def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: int) -> list[SampleSeries]:
+    """Samples of every series of `log_range` with timestamps in [start, end)."""
+    query = log_range.query
+    request = SelectRequest(matchers=query.selector.matchers, start=start, end=end,
+                            line_filters=leading_line_filters(query))
+    pipeline = sb.build_pipeline(query.stages)
+    parts: dict[Labels, list[tuple[np.ndarray, np.ndarray]]] = {}
+    for block in source.select_logs(request):
+        batch = pipeline.process(sb.block_to_batch(block))
+        if len(batch) == 0:
+            continue
+        if log_range.unwrap is not None:
+            values, batch = unwrap_values(batch, log_range.unwrap)
+        else:
+            values = _line_bytes(batch.line)
+        ts = _int64(batch.ts)
+        for labels, idx in sb.group_by_labels(batch):
+            if len(idx):
+                parts.setdefault(labels, []).append((ts[idx], values[idx]))
+    return [_merge(labels, chunks) for labels, chunks in parts.items()]
+
+
+def _merge(labels: Labels, chunks: list[tuple[np.ndarray, np.ndarray]]) -> SampleSeries:
+    if len(chunks) == 1:
+        return SampleSeries(labels, *chunks[0])
+    ts = np.concatenate([c[0] for c in chunks])
+    values = np.concatenate([c[1] for c in chunks])
+    order = np.argsort(ts, kind="stable")
+    return SampleSeries(labels, ts[order], values[order])
+
+
+def _int64(array: pa.Array) -> np.ndarray:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    return np.asarray(array.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _line_bytes(line: pa.Array) -> np.ndarray:
+    return np.asarray(pc.binary_length(line).to_numpy(zero_copy_only=False), dtype=np.float64)

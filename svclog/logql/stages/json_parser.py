@@ -1,0 +1,174 @@
+"""`| json` and `| json label="path", ...`.
+
+Plain `json` turns every string, number and boolean field into a label; nested
+objects flatten with `_` (`user.id` -> `user_id`), arrays and nulls are skipped, keys
+are sanitised to label-name characters (a leading digit gets `_`), and a key that
+is a stream label gets `_extracted`. Numbers keep their source text. Errors set
+`__error__=JSONParserErr` with the reference's details, after the fields read so far.
+
+With parameters, each label takes the value at its path (`a.b[0]`, `["key with
+space"]`); objects and arrays keep their raw JSON text and a missing path yields "".
+
+JSON decoding has no Arrow kernel: it is a per-entry loop (C `json.loads` fast path).
+"""
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from svclog.logql import ast
+from svclog.logql.stages import json_scan
+from svclog.logql.stages.batch import ERR_JSON, EXTRACTED_SUFFIX, LogBatch, set_error
+from svclog.model import ParseError, is_valid_label_name
+
+_INVALID = re.compile(r"[^a-zA-Z0-9_]")
+_RUNE_ERROR = "\ufffd"
+
+
+def sanitize_key(key: str, prefix: str = "") -> str:
+    """The reference's key sanitising; `prefix` is the already-sanitised parent path."""
+    key = key.strip()
+    if not key:
+        return prefix
+    head = "_" if not prefix and key[0].isascii() and key[0].isdigit() else ""
+    body = head + _INVALID.sub("_", key)
+    return f"{prefix}_{body}" if prefix else body
+
+
+def _leaf(value: object) -> str | None:
+    if isinstance(value, str):
+        return "" if _RUNE_ERROR in value else value
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return None  # null, arrays: not labels
+
+
+def _flatten(obj: dict, prefix: str, out: dict[str, str]) -> None:
+    for key, value in obj.items():
+        if isinstance(value, dict):
+            _flatten(value, sanitize_key(key, prefix), out)
+            continue
+        text = _leaf(value)
+        if text is not None:
+            out[sanitize_key(key, prefix)] = text
+
+
+def _scan(raw: str, prefix: str, out: dict[str, str]) -> None:
+    """Fallback walk of a possibly malformed object; raises JsonScanError after partial output."""
+    for key, kind, value in json_scan.each_field(raw):
+        if kind == json_scan.OBJECT:
+            _scan(value, sanitize_key(key, prefix), out)
+        elif kind == json_scan.STRING:
+            try:
+                text = json_scan.unescape(value)
+            except json_scan.JsonScanError:
+                text = ""
+            out[sanitize_key(key, prefix)] = "" if _RUNE_ERROR in text else text
+        elif kind in (json_scan.NUMBER, json_scan.BOOLEAN):
+            out[sanitize_key(key, prefix)] = value
+
+
+def parse_json_line(line: str) -> tuple[dict[str, str], str | None]:
+    """Flattened (unsuffixed) labels of one line and the error details, if any."""
+    out: dict[str, str] = {}
+    obj = json_scan.loads_object(line)
+    if obj is not None:
+        _flatten(obj, "", out)
+        return out, None
+    try:
+        _scan(line, "", out)
+    except json_scan.JsonScanError as err:
+        return out, str(err)
+    return out, None
+
+
+class JsonParserStage:
+    def __init__(self, node: ast.JsonParser):
+        self.params = [(p.label, parse_json_path(p.expression or p.label)) for p in node.params]
+        for label, _ in self.params:
+            if not is_valid_label_name(label):
+                raise ParseError(f"invalid extracted label name '{label}'")
+
+    def process(self, batch: LogBatch) -> LogBatch:
+        if self.params:
+            return self._extract(batch)
+        n = len(batch)
+        columns: dict[str, list[str | None]] = {}
+        errors: list[str | None] = [None] * n
+        for row, line in enumerate(batch.line.to_pylist()):
+            fields, error = parse_json_line(line or "")
+            errors[row] = error
+            for name, value in fields.items():
+                col = columns.get(name)
+                if col is None:
+                    col = columns[name] = [None] * n
+                col[row] = value
+        for name, values in columns.items():
+            if not name:
+                continue
+            target = name + EXTRACTED_SUFFIX if name in batch.origin else name
+            batch.set_parsed(target, pa.array(values, pa.string()))
+        err = pa.array(errors, pa.string())
+        set_error(batch, pa.array([e is not None for e in errors]), ERR_JSON, err)
+        return batch
+
+    def _extract(self, batch: LogBatch) -> LogBatch:
+        lines = batch.line.to_pylist()
+        bad = [bool(line) and line[0] not in '"{[' for line in lines]
+        parsed = pa.array([bool(line) and not b for line, b in zip(lines, bad)])
+        for label, path in self.params:
+            values = [None if not line or bad[i] else _path_value(line, path)
+                      for i, line in enumerate(lines)]
+            target = label + EXTRACTED_SUFFIX if label in batch.origin else label
+            batch.set_parsed(target, pa.array(values, pa.string()))
+            if label not in batch.stream:
+                # A missing path still yields the label, empty, unless the entry already has it.
+                filled = pc.if_else(parsed, pc.coalesce(batch.label(label), ""), batch.label(label))
+                batch.set_label(label, filled)
+                batch.parsed = batch.parsed | {label}
+        set_error(batch, pa.array(bad), ERR_JSON)
+        return batch
+
+
+def _path_value(line: str, path: list[str | int]) -> str | None:
+    found = json_scan.lookup(line, path)
+    if found is None:
+        return None
+    kind, raw = found
+    if kind == json_scan.NULL:
+        return ""
+    if kind == json_scan.OBJECT:
+        return raw
+    try:
+        text = json_scan.unescape(raw)
+    except json_scan.JsonScanError:
+        return ""
+    return "" if _RUNE_ERROR in text else text
+
+
+_PATH_TOKEN = re.compile(r'\s*(?:\[\s*"((?:[^"\\]|\\.)*)"\s*\]|\[\s*(\d+)\s*\]|\.?([^.\[\]"\s]+))')
+
+
+def parse_json_path(expr: str) -> list[str | int]:
+    """`a.b[0]`, `["key with space"].x`, `a["b"]` -> ["a", "b", 0] etc."""
+    path: list[str | int] = []
+    pos = 0
+    expr = expr.strip()
+    while pos < len(expr):
+        m = _PATH_TOKEN.match(expr, pos)
+        if not m or m.end() == pos:
+            raise ParseError(f"cannot parse expression [{expr}]: syntax error")
+        if m.group(1) is not None:
+            path.append(json_scan.unescape(m.group(1)))
+        elif m.group(2) is not None:
+            path.append(int(m.group(2)))
+        else:
+            path.append(m.group(3))
+        pos = m.end()
+    if not path:
+        raise ParseError(f"cannot parse expression [{expr}]: syntax error")
+    return path

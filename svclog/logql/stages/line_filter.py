@@ -1,0 +1,68 @@
+"""Line filters: `|= "a"`, `!= "a"`, `|~ "re"`, `!~ "re"`, `|> "pattern"`, `!> "pattern"`.
+
+Several operands (`|= "a" or "b"`) match when any operand matches; the negated forms
+keep a line only when no operand matches (`!= "a" or "b"` is not-a and not-b).
+Substrings and regexes are pyarrow.compute kernels (RE2, the dialect LogQL uses;
+regexes are unanchored); `ip("...")` operands and patterns go through ip.py and
+pattern_parser.py.
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from svclog.logql import ast
+from svclog.logql.stages.batch import LogBatch
+from svclog.logql.stages.ip import ip_mask, parse_ip_pattern
+from svclog.logql.stages.pattern_parser import Pattern, pattern_line_mask
+from svclog.model import ParseError
+
+_NEGATED = {"!=", "!~", "!>"}
+
+
+def check_regex(pattern: str) -> None:
+    """Raise ParseError when RE2 rejects the pattern (kernels compile lazily)."""
+    try:
+        pc.match_substring_regex(pa.array([""], pa.string()), pattern)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+        raise ParseError(f"invalid regex {pattern!r}: {err}") from err
+
+
+def operand_mask(op: str, value: ast.FilterValue, lines: pa.Array) -> pa.Array:
+    """Does each line match one operand (ignoring negation)?"""
+    if value.ip:
+        return ip_mask(lines, value.value)
+    if op in ("|=", "!="):
+        return pc.match_substring(lines, value.value)
+    if op in ("|~", "!~"):
+        return pc.match_substring_regex(lines, value.value)
+    return pattern_line_mask(lines, value.value)
+
+
+def line_filter_mask(node: ast.LineFilter, lines: pa.Array) -> pa.Array:
+    mask: pa.Array | None = None
+    for value in node.values:
+        hit = pc.fill_null(operand_mask(node.op, value, lines), False)
+        mask = hit if mask is None else pc.or_(mask, hit)
+    if mask is None:
+        mask = pa.repeat(pa.scalar(True), len(lines))
+    return pc.invert(mask) if node.op in _NEGATED else mask
+
+
+class LineFilterStage:
+    def __init__(self, node: ast.LineFilter):
+        if node.op not in ("|=", "!=", "|~", "!~", "|>", "!>"):
+            raise ParseError(f"unknown line filter operator {node.op!r}")
+        for value in node.values:
+            if value.ip:
+                if node.op not in ("|=", "!="):
+                    raise ParseError("ip: invalid operation")
+                parse_ip_pattern(value.value)
+            elif node.op in ("|~", "!~"):
+                check_regex(value.value)
+            elif node.op in ("|>", "!>"):
+                Pattern.parse(value.value, need_capture=False)
+        self.node = node
+
+    def process(self, batch: LogBatch) -> LogBatch:
+        return batch.filter(line_filter_mask(self.node, batch.line))

@@ -1,0 +1,66 @@
+import pyarrow as pa
+
+from svclog.logql.source import METADATA_TYPE, StreamBlock
+from svclog.logql.stages import (
+    block_to_batch,
+    group_by_labels,
+    parse_bytes_values,
+    parse_duration_values,
+    parse_float_values,
+    set_error,
+)
+from svclog.model import Labels
+
+STREAM = Labels({"app": "api", "env": "prod"}.items())
+
+
+def make_block(meta_rows):
+    meta = pa.array([list(r.items()) if r is not None else None for r in meta_rows], METADATA_TYPE)
+    n = len(meta_rows)
+    return StreamBlock(STREAM, pa.array(range(n), pa.int64()), pa.array([f"l{i}" for i in range(n)]), meta)
+
+
+def test_block_to_batch_expands_metadata():
+    b = block_to_batch(make_block([{"trace_id": "t1"}, None, {"trace_id": "t3", "customer_id": "c"}, {}]))
+    assert b.label("trace_id").to_pylist() == ["t1", None, "t3", None]
+    assert b.label("customer_id").to_pylist() == [None, None, "c", None]
+    assert b.metadata_names == frozenset({"trace_id", "customer_id"})
+
+
+def test_block_to_batch_on_sliced_metadata_and_collisions():
+    block = make_block([{"a": "0"}, {"app": "x"}, {"a": "2"}])
+    sliced = StreamBlock(block.labels, block.ts.slice(1), block.line.slice(1), block.metadata.slice(1))
+    b = block_to_batch(sliced)
+    assert b.label("a").to_pylist() == [None, "2"]
+    assert b.label("app_extracted").to_pylist() == ["x", None]
+    assert b.label("app").to_pylist() == ["api", "api"]
+
+
+def test_group_by_labels_vectorised():
+    b = block_to_batch(make_block([{"t": "1"}, {}, {"t": "1"}, {"t": ""}]))
+    groups = {str(k): v.to_pylist() for k, v in group_by_labels(b)}
+    assert groups == {
+        '{app="api", env="prod", t="1"}': [0, 2],
+        '{app="api", env="prod"}': [1],
+        '{app="api", env="prod", t=""}': [3],
+    }
+
+
+def test_set_error_overwrite_rules():
+    b = block_to_batch(make_block([{}, {}, {}]))
+    set_error(b, pa.array([True, False, True]), "JSONParserErr", pa.array(["d0", None, "d2"]))
+    set_error(b, pa.array([True, True, False]), "LabelFilterErr", "x", overwrite=False)
+    assert b.label("__error__").to_pylist() == ["JSONParserErr", "LabelFilterErr", "JSONParserErr"]
+    assert b.label("__error_details__").to_pylist() == ["d0", "x", "d2"]
+
+
+def test_conversions():
+    values, errors = parse_float_values(pa.array(["1.5", "-2e3", "abc", None, "+Inf"]))
+    assert values.to_pylist()[:2] == [1.5, -2000.0] and values.to_pylist()[2:4] == [None, None]
+    assert errors.to_pylist()[2] == 'strconv.ParseFloat: parsing "abc": invalid syntax'
+    values, errors = parse_duration_values(pa.array(["1m30s", "250ms", "12", "1.5h"]))
+    assert values.to_pylist() == [90.0, 0.25, None, 5400.0]
+    assert errors.to_pylist()[2] == 'time: missing unit in duration "12"'
+    values, errors = parse_bytes_values(pa.array(["110B", "12KB", "1.5 MiB", "1,000", "9XB"]))
+    assert values.to_pylist() == [110.0, 12000.0, 1572864.0, 1000.0, None]
+    assert errors.to_pylist()[4] == "unhandled size name: xb"
