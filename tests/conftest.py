@@ -40,7 +40,7 @@ def svc(tmp_path_factory):
         f"-common.path-prefix={data}", f"-server.http-listen-port={port}",
         "-querier.query-ingesters-within=0", "-querier.multi-tenant-queries-enabled=true",
         "-ray.num-ingesters=2", "-ray.num-queriers=2", "-limits.reject-old-samples=false",
-        "-ingester.flush-check-period=1s",
+        "-ingester.flush-check-period=1s", "-limits.max-entries-limit-per-query=100000",
     ])
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     handles = topology.start(cfg)

@@ -198,12 +198,12 @@ class _Scanner:
             return self.token("BYTES", number + suffix, start)
         return self.token("NUMBER", number, start)
 
-    def unit_suffix(self, allowed: set[str]) -> str:
+    def unit_suffix(self, allowed: set[str], skip: int = 0) -> str:
         """The run of digits and unit letters glued to a number (what the reference tries as a unit)."""
-        i = self.pos
+        start = i = self.pos + skip
         while i < len(self.text) and (self.text[i] in allowed or self.text[i].isnumeric()):
             i += 1
-        return self.text[self.pos:i]
+        return self.text[start:i]
 
     def flag_or_negative_duration(self, start: int) -> Token | None:
         if self.peek(1) == "-":
@@ -214,9 +214,7 @@ class _Scanner:
             if flag in PARSER_FLAGS:
                 self.advance(len(flag))
                 return self.token("FLAG", flag, start)
-        self.pos += 1
-        suffix = self.unit_suffix(_DURATION_RUNES | {"."})
-        self.pos -= 1
+        suffix = self.unit_suffix(_DURATION_RUNES | {"."}, skip=1)
         if suffix and _try(parse_go_duration, "-" + suffix) is not None:
             self.advance(1 + len(suffix))
             return self.token("DURATION", "-" + suffix, start)

@@ -1,0 +1,75 @@
+"""Ray host of the pattern ingester: lines teed by the distributor in, patterns out.
+
+Patterns are a best-effort, in-memory view (as the reference's pattern ingester): the
+actor restarts empty, so a failed tee must never fail a push.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+import ray
+
+from svclog.actors.options import NAMESPACE
+from svclog.config import Config
+from svclog.model import Matcher, StreamColumns
+from svclog.pattern import DrainSettings, PatternIngester, PatternSettings
+
+log = logging.getLogger(__name__)
+
+PATTERN_INGESTER_NAME = "pattern-ingester"
+
+
+def pattern_ingester_options(num_cpus: float = 0.1) -> dict:
+    """Restart forever (state is rebuilt from new pushes); no task retries for pushes."""
+    return {"name": PATTERN_INGESTER_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus,
+            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True}
+
+
+def pattern_settings(cfg: Config) -> PatternSettings:
+    pi = cfg.pattern_ingester
+    return PatternSettings(
+        sample_interval_ns=pi.pattern_sample_interval,
+        retain_for_ns=pi.retain_for,
+        max_line_length=pi.max_allowed_line_length,
+        drain=DrainSettings(max_clusters=pi.max_clusters),
+    )
+
+
+class PatternActor:
+    def __init__(self, cfg: Config):
+        self.ingester = PatternIngester(pattern_settings(cfg))
+        # max_concurrency > 1 keeps queries answering during a big push; the miner is not thread-safe.
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._period_s = max(1.0, cfg.pattern_ingester.flush_check_period / 1e9)
+        threading.Thread(target=self._background, name="pattern-prune", daemon=True).start()
+
+    def _background(self) -> None:
+        while not self._stop.wait(self._period_s):
+            try:
+                with self._lock:
+                    self.ingester.drop_idle()
+            except Exception:
+                log.exception("pattern ingester background loop")
+
+    # ------------------------------------------------------------ remote API
+
+    def ready(self) -> str:
+        return PATTERN_INGESTER_NAME
+
+    def push(self, tenant: str, streams: list[StreamColumns]) -> int:
+        with self._lock:
+            return self.ingester.push(tenant, streams)
+
+    def patterns(self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int,
+                 step_ns: int = 0) -> list[dict]:
+        with self._lock:
+            return self.ingester.patterns(tenant, matchers, start_ns, end_ns, step_ns)
+
+    def stats(self) -> dict:
+        with self._lock:
+            return self.ingester.stats()
+
+
+RemotePatternIngester = ray.remote(PatternActor)
