@@ -7,8 +7,14 @@ import time
 import ray
 from ray import serve
 
+from svclog.actors.compactor_actor import RemoteCompactor
+from svclog.actors.pattern_actor import RemotePatternIngester
+from svclog.actors.ruler_actor import RemoteRuler
 from svclog.actors.ingester_actor import RemoteIngester
-from svclog.actors.options import NAMESPACE, ingester_options, querier_options, ring_options
+from svclog.actors.options import (
+    NAMESPACE, RULER_NAME, compactor_options, ingester_options, pattern_ingester_options, querier_options,
+    ring_options, ruler_options,
+)
 from svclog.actors.querier_actor import RemoteQuerier
 from svclog.actors.ring_actor import RemoteRing
 from svclog.config import Config
@@ -45,11 +51,17 @@ def start(cfg: Config) -> dict:
                                                         cfg.querier.max_concurrent)).remote(cfg)
                 for i in range(max(1, cfg.ray.num_queriers))]
     ray.get([q.ready.remote() for q in queriers])
+    compactor = RemoteCompactor.options(**compactor_options()).remote(cfg)
+    ruler = RemoteRuler.options(**ruler_options()).remote(cfg, RULER_NAME, len(queriers))
+    backends = [compactor, ruler]
+    if cfg.pattern_ingester.enabled:
+        backends.append(RemotePatternIngester.options(**pattern_ingester_options()).remote(cfg))
+    ray.get([actor.ready.remote() for actor in backends])
     serve.start(http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
                 logging_config={"log_level": "WARNING", "enable_access_log": False})
     serve.run(build_application(cfg, len(queriers)), name=APP_NAME, route_prefix="/", blocking=False)
     log.info("svclog serving on http://%s:%d", cfg.server.http_listen_address, cfg.server.http_listen_port)
-    return {"ring": ring, "ingesters": ingesters, "queriers": queriers}
+    return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends}
 
 
 def stop(handles: dict | None = None) -> None:
@@ -57,7 +69,7 @@ def stop(handles: dict | None = None) -> None:
         serve.delete(APP_NAME)
     except Exception:  # already gone
         pass
-    for group in ("queriers", "ingesters"):
+    for group in ("backends", "queriers", "ingesters"):
         for actor in (handles or {}).get(group, []):
             try:
                 ray.kill(actor, no_restart=True)

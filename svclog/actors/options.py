@@ -13,6 +13,9 @@ from __future__ import annotations
 
 NAMESPACE = "svclog"
 RING_NAME = "ring"
+COMPACTOR_NAME = "compactor"
+PATTERN_INGESTER_NAME = "pattern-ingester"
+RULER_NAME = "ruler-0"
 
 
 def ingester_name(index: int) -> str:
@@ -33,7 +36,24 @@ def ingester_options(index: int, num_cpus: float) -> dict:
             "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 16, "get_if_exists": True}
 
 
+def compactor_options(num_cpus: float = 0.1) -> dict:
+    # threaded: the delete API answers while a compaction pass runs (the Compactor locks what it shares)
+    return {"name": COMPACTOR_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus, "max_restarts": -1,
+            "max_task_retries": 0, "max_concurrency": 8, "get_if_exists": True}
+
+
 def querier_options(index: int, num_cpus: float, max_concurrent: int) -> dict:
     return {"name": querier_name(index), "namespace": NAMESPACE, "num_cpus": num_cpus,
             "max_restarts": -1, "max_task_retries": 0, "max_concurrency": max(1, max_concurrent),
             "get_if_exists": True}
+
+
+def pattern_ingester_options(num_cpus: float = 0.1) -> dict:
+    """Restart forever (state is rebuilt from new pushes); no task retries for pushes."""
+    return {"name": PATTERN_INGESTER_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus,
+            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True}
+
+
+def ruler_options() -> dict:
+    return {"name": RULER_NAME, "namespace": NAMESPACE, "num_cpus": 0.05, "max_restarts": -1,
+            "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True}

@@ -10,21 +10,12 @@ import threading
 
 import ray
 
-from svclog.actors.options import NAMESPACE
+from svclog.actors.options import PATTERN_INGESTER_NAME
 from svclog.config import Config
 from svclog.model import Matcher, StreamColumns
 from svclog.pattern import DrainSettings, PatternIngester, PatternSettings
 
 log = logging.getLogger(__name__)
-
-PATTERN_INGESTER_NAME = "pattern-ingester"
-
-
-def pattern_ingester_options(num_cpus: float = 0.1) -> dict:
-    """Restart forever (state is rebuilt from new pushes); no task retries for pushes."""
-    return {"name": PATTERN_INGESTER_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus,
-            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True}
-
 
 def pattern_settings(cfg: Config) -> PatternSettings:
     pi = cfg.pattern_ingester

@@ -6,6 +6,7 @@ import os
 import ray
 
 from svclog.actors.clients import IngesterPool, RingClient
+from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.storage.chunk_store import ChunkStore
@@ -25,7 +26,8 @@ class QuerierActor:
     def __init__(self, cfg: Config):
         store = ObjectStore(object_store_uri(cfg))
         pool = IngesterPool(RingClient(), cfg.common.replication_factor)
-        self.querier = Querier(IndexReader(store), ChunkStore(store), pool, querier_settings(cfg))
+        self.querier = Querier(IndexReader(store), ChunkStore(store), pool, querier_settings(cfg),
+                               deletes=QueryTimeDeletes(DeleteRequestStore(store)))
 
     def ready(self) -> bool:
         return True

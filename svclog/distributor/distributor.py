@@ -58,12 +58,13 @@ def validation_limits(limits: Any) -> ValidationLimits:
 
 class Distributor:
     def __init__(self, *, ring: Callable[[], Ring], pusher: Pusher, limits_for: Callable[[str], Any],
-                 replication_factor: int):
+                 replication_factor: int, tee: Callable[[str, list[StreamColumns]], None] | None = None):
         self.ring = ring
         self.pusher = pusher
         self.limits_for = limits_for
         self.rf = replication_factor
         self.rate_limiter = RateLimiter()
+        self.tee = tee  # best-effort copy of accepted streams (the pattern ingester)
 
     def push(self, tenant: str, streams: list) -> PushOutcome:
         """Validate decoded PushStreams and replicate the accepted part; raises SvcError subclasses.
@@ -84,6 +85,11 @@ class Distributor:
                 f"volume or contact your Loki administrator to see if the limit can be increased")
         if columns:
             self._replicate(tenant, columns)
+            if self.tee is not None:
+                try:
+                    self.tee(tenant, columns)
+                except Exception:  # a copy for pattern mining never fails a push
+                    pass
         outcome = PushOutcome(sum(len(c) for c in columns), size, report.rejected_entries)
         if report.errors:
             raise ValidationError(report.message())

@@ -11,7 +11,7 @@ from svclog.logql.engine.params import QueryParams
 from svclog.logql.parser import parse, parse_selector
 from svclog.model import Labels, Matcher, ValidationError
 from svclog.querier.request import RangeRequest
-from svclog.querier.source import IngesterReader, StoreSource
+from svclog.querier.source import DeleteFilters, IngesterReader, StoreSource
 from svclog.querier.stats import build_stats
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
@@ -26,15 +26,17 @@ class QuerierSettings:
 
 class Querier:
     def __init__(self, index: IndexReader, chunks: ChunkStore, ingesters: IngesterReader | None,
-                 settings: QuerierSettings):
+                 settings: QuerierSettings, deletes: DeleteFilters | None = None):
         self.index = index
         self.chunks = chunks
         self.ingesters = ingesters
         self.settings = settings
+        self.deletes = deletes
 
     def _source(self, tenants: list[str]) -> StoreSource:
         return StoreSource(tenants, self.index, self.chunks, self.ingesters,
-                           query_ingesters_within=self.settings.query_ingesters_within)
+                           query_ingesters_within=self.settings.query_ingesters_within,
+                           deletes=self.deletes)
 
     def query(self, tenants: list[str], request: RangeRequest, queue_seconds: float = 0.0) -> dict:
         """query or query_range: the `data` object of the response, stats included."""

@@ -8,7 +8,8 @@ Several tenants (multi-tenant queries) add the virtual `__tenant_id__` label.
 from __future__ import annotations
 
 import time
-from typing import Iterable, Iterator, Protocol
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -31,6 +32,12 @@ class IngesterReader(Protocol):
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]: ...
 
 
+class DeleteFilters(Protocol):
+    def table_filter(self, tenant: str) -> Callable[[Labels, pa.Table], pa.Table] | None:
+        """Removes a stream's deleted entries (stored delete requests); None when the tenant has none."""
+        ...
+
+
 def split_tenant_matchers(matchers: Iterable[Matcher]) -> tuple[list[Matcher], list[Matcher]]:
     tenant, rest = [], []
     for m in matchers:
@@ -48,7 +55,8 @@ def with_tenant_label(labels: Labels, tenant: str) -> Labels:
 
 class StoreSource:
     def __init__(self, tenants: list[str], index: IndexReader, chunks: ChunkStore,
-                 ingesters: IngesterReader | None, *, query_ingesters_within: int = 0):
+                 ingesters: IngesterReader | None, *, query_ingesters_within: int = 0,
+                 deletes: DeleteFilters | None = None):
         self.tenants = tenants
         self.index = index
         self.chunks = chunks
@@ -56,6 +64,7 @@ class StoreSource:
         self.query_ingesters_within = query_ingesters_within
         self.stats = SourceStats()
         self.multi = len(tenants) > 1
+        self.deletes = deletes
 
     def _tenants_for(self, matchers: Iterable[Matcher]) -> tuple[list[str], tuple[Matcher, ...]]:
         tenant_matchers, rest = split_tenant_matchers(matchers)
@@ -81,6 +90,7 @@ class StoreSource:
     def _select_tenant(self, tenant: str, matchers: tuple[Matcher, ...],
                        request: SelectRequest) -> Iterator[tuple[Labels, pa.Table]]:
         parts: dict[Labels, list[pa.Table]] = {}
+        drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
         if self._ingesters_wanted(request.end):
             found, reached = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard)
             self.stats.ingester_reached += reached
@@ -108,6 +118,8 @@ class StoreSource:
             before = merged.num_rows
             merged = sort_dedupe(merged)
             self.stats.duplicates += before - merged.num_rows
+            if drop_deleted is not None:
+                merged = drop_deleted(labels, merged)
             if merged.num_rows:
                 yield labels, merged
 

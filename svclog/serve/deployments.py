@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from ray import serve
 
 from svclog.actors.clients import IngesterPool, RingClient
-from svclog.actors.options import NAMESPACE, querier_name
+from svclog.actors.options import NAMESPACE, PATTERN_INGESTER_NAME, querier_name
 from svclog.config import Config, config_to_yaml, limits_for
 from svclog.distributor.distributor import Distributor
 from svclog.model import SvcError
@@ -18,10 +18,22 @@ from svclog.serve.backend import ServeBackend
 from svclog.serve.codecs.push import decode_push
 from svclog.serve.errors import ErrorReply
 from svclog.serve.handlers import Handlers
+from svclog.serve.delete_routes import add_delete_routes
+from svclog.serve import runtime
+from svclog.serve.otlp_routes import add_otlp_routes
+from svclog.serve.pattern_routes import add_pattern_routes
 from svclog.serve.routes import add_routes, set_handlers
+from svclog.serve.ruler_routes import add_ruler_routes
 
 log = logging.getLogger("svclog")
 app = add_routes(FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None))
+
+
+add_delete_routes(app, runtime.compactor, runtime.auth_enabled)
+add_pattern_routes(app, runtime.pattern_actor, runtime.auth_enabled)
+add_ruler_routes(app, runtime.ruler, runtime.auth_enabled)
+add_otlp_routes(app, runtime.push_streams, runtime.auth_enabled, runtime.max_body_bytes,
+                runtime.max_decompressed_bytes)
 
 
 class DistributorDeployment:
@@ -30,7 +42,13 @@ class DistributorDeployment:
         ring = RingClient()
         self.distributor = Distributor(ring=ring.get, pusher=IngesterPool(ring, cfg.common.replication_factor),
                                        limits_for=lambda tenant: limits_for(cfg, tenant),
-                                       replication_factor=cfg.common.replication_factor)
+                                       replication_factor=cfg.common.replication_factor,
+                                       tee=self._pattern_tee() if cfg.pattern_ingester.enabled else None)
+
+    @staticmethod
+    def _pattern_tee():
+        actor = ray.get_actor(PATTERN_INGESTER_NAME, namespace=NAMESPACE)
+        return lambda tenant, columns: actor.push.remote(tenant, columns)
 
     def _push(self, tenant, body, content_type, content_encoding):
         streams = decode_push(body, content_type, content_encoding,
@@ -40,6 +58,12 @@ class DistributorDeployment:
     async def push(self, tenant, body, content_type, content_encoding):
         try:
             return await asyncio.to_thread(self._push, tenant, body, content_type, content_encoding)
+        except SvcError as err:
+            return ErrorReply.of(err)
+
+    async def push_decoded(self, tenant, streams):
+        try:
+            return await asyncio.to_thread(self.distributor.push, tenant, streams)
         except SvcError as err:
             return ErrorReply.of(err)
 
@@ -79,6 +103,7 @@ class QueryFrontendDeployment:
 class Gateway:
     def __init__(self, cfg: Config, distributor, frontend):
         pool = IngesterPool(RingClient(), cfg.common.replication_factor)
+        runtime.configure(cfg, distributor)
         set_handlers(Handlers(
             ServeBackend(distributor, frontend, pool),
             auth_enabled=cfg.auth_enabled,

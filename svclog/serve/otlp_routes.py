@@ -26,19 +26,25 @@ WRONG_PATH_MESSAGE = (
 Push = Callable[[str, list[PushStream]], Awaitable[Any]]
 
 
-def add_otlp_routes(app: FastAPI, push: Push, auth_enabled: bool, max_body_bytes: int,
-                    max_decompressed_bytes: int) -> FastAPI:
+def add_otlp_routes(app: FastAPI, push: Push, auth_enabled: bool | Callable[[], bool],
+                    max_body_bytes: int | Callable[[], int],
+                    max_decompressed_bytes: int | Callable[[], int]) -> FastAPI:
+    """Settings may be callables, read per request (they are known only once the service starts)."""
+
+    def setting(value):
+        return value() if callable(value) else value
+
     """Register the OTLP routes on `app`; `push(tenant, streams)` ingests decoded streams."""
 
     async def otlp_logs(request: Request) -> Response:
         try:
-            tenant = single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=auth_enabled)
-            body = await _read_capped(request, max_body_bytes)
+            tenant = single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=setting(auth_enabled))
+            body = await _read_capped(request, setting(max_body_bytes))
             content_type = request.headers.get("content-type")
             # Decoding is CPU-bound; keep it off the event loop.
             streams = await asyncio.to_thread(
                 decode_otlp_logs, body, content_type, request.headers.get("content-encoding"),
-                max_decompressed_bytes=max_decompressed_bytes,
+                max_decompressed_bytes=setting(max_decompressed_bytes),
             )
             outcome = await push(tenant, streams)
             if isinstance(outcome, ErrorReply):

@@ -27,14 +27,16 @@ PATTERN_PATHS = ("/svc/api/v1/patterns", "/loki/api/v1/patterns")
 DISABLED = "pattern ingester is not enabled: set pattern_ingester.enabled: true to query patterns"
 
 
-def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], Any] | None, auth_enabled: bool) -> FastAPI:
+def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], Any] | None,
+                       auth_enabled: bool | Callable[[], bool]) -> FastAPI:
     """`get_pattern_actor` returns the pattern actor handle; None when the component is disabled."""
 
     async def patterns(request: Request) -> Response:
-        if get_pattern_actor is None:
+        actor = get_pattern_actor() if get_pattern_actor is not None else None
+        if actor is None:  # pattern_ingester.enabled is false
             return error_response(NotFoundError(DISABLED))
         try:
-            tenant = single_tenant(request.headers.get("X-Scope-OrgID"), auth_enabled=auth_enabled)
+            tenant = single_tenant(request.headers.get("X-Scope-OrgID"), auth_enabled=auth_enabled() if callable(auth_enabled) else auth_enabled)
             params = await read_params(request)
             query = params.get("query")
             if not query:
@@ -49,7 +51,7 @@ def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], Any] | None
             if step <= 0:
                 raise ValidationError("zero or negative query resolution step widths are not accepted. "
                                       "Try a positive integer")
-            data = await get_pattern_actor().patterns.remote(tenant, list(selector.matchers), start, end, step)
+            data = await actor.patterns.remote(tenant, list(selector.matchers), start, end, step)
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
             return error_response(err)
         body = json.dumps({"status": "success", "data": data}, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,198 @@
+"""`Scheduler`: the fair queue plus the life of each sub-query (queued -> running -> done).
+
+Pure and non-blocking: the actor host (svclog/actors/scheduler_actor.py) supplies the waiting.
+A ticket is live from `enqueue` until `complete` or `cancel`. While running it is bound to
+one querier; if that querier restarts (a new incarnation asks for work) or is forgotten, its
+running tickets go back to the front of their queues, up to `max_attempts` dispatches.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Generic, Iterable, TypeVar
+
+from svclog.scheduler.actor_path import ActorPath
+from svclog.scheduler.fair_queue import DEFAULT_MAX_LEVELS, DEFAULT_MAX_OUTSTANDING, FairQueue
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    max_outstanding_per_tenant: int = DEFAULT_MAX_OUTSTANDING
+    max_queue_hierarchy_levels: int = DEFAULT_MAX_LEVELS
+    max_attempts: int = 5  # dispatches of one sub-query before a dying querier fails it
+
+
+@dataclass(frozen=True)
+class Assignment(Generic[T]):
+    """A sub-query handed to a querier; `queue_seconds` is what responses report as `queueTime`."""
+
+    ticket: int
+    tenant: str
+    path: ActorPath
+    item: T
+    queue_seconds: float
+    attempt: int
+
+
+@dataclass(frozen=True)
+class Released:
+    """Tickets a lost querier was running: back in the queue, or given up after `max_attempts`."""
+
+    requeued: tuple[int, ...] = ()
+    abandoned: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SchedulerStats:
+    queued: dict[str, int]
+    running: int
+    queriers: int
+    discarded: dict[str, int]
+    dequeued: int
+    queue_seconds_total: float
+
+
+@dataclass
+class _Ticket(Generic[T]):
+    tenant: str
+    path: ActorPath
+    item: T
+    enqueued_at: float
+    querier: str | None = None
+    attempts: int = 0
+
+
+@dataclass
+class _Querier:
+    incarnation: str
+    running: set[int] = field(default_factory=set)
+    shutting_down: bool = False
+
+
+class Scheduler(Generic[T]):
+    def __init__(self, settings: SchedulerSettings = SchedulerSettings(),
+                 clock: Callable[[], float] = time.monotonic):
+        self.settings = settings
+        self.queue: FairQueue[T] = FairQueue(settings.max_outstanding_per_tenant,
+                                             settings.max_queue_hierarchy_levels)
+        self._clock = clock
+        self._tickets: dict[int, _Ticket[T]] = {}
+        self._queriers: dict[str, _Querier] = {}
+        self._dequeued = 0
+        self._queue_seconds_total = 0.0
+
+    # ------------------------------------------------------------ frontend side
+
+    def enqueue(self, tenant: str, path: ActorPath, item: T) -> int:
+        return self.enqueue_many(tenant, path, (item,))[0]
+
+    def enqueue_many(self, tenant: str, path: ActorPath, items: Iterable[T]) -> list[int]:
+        """All of a query's sub-queries at once, or none (TooManyOutstandingRequests, QueueDepthError)."""
+        batch = list(items)
+        tickets = self.queue.enqueue_many(tenant, path, batch)
+        now = self._clock()
+        for ticket, item in zip(tickets, batch):
+            self._tickets[ticket] = _Ticket(tenant, path, item, now)
+        return tickets
+
+    def cancel(self, ticket: int) -> bool:
+        """Forget a ticket wherever it is; a querier's later `complete` for it returns False."""
+        entry = self._tickets.pop(ticket, None)
+        if entry is None:
+            return False
+        self.queue.remove(ticket)
+        self._unbind(ticket, entry)
+        return True
+
+    # ------------------------------------------------------------ querier side
+
+    def next_for_querier(self, querier_id: str, incarnation: str = "") -> Assignment[T] | None:
+        """The next sub-query by fair order, or None when nothing is queued (never blocks).
+
+        `incarnation` identifies the querier's process (e.g. its pid): a new value means the
+        querier restarted, so whatever its previous process was running is queued again.
+        """
+        querier = self.register_querier(querier_id, incarnation)[0]
+        if querier.shutting_down:
+            return None
+        taken = self.queue.dequeue()
+        if taken is None:
+            return None
+        entry = self._tickets[taken.ticket]
+        entry.querier = querier_id
+        entry.attempts += 1
+        querier.running.add(taken.ticket)
+        waited = max(0.0, self._clock() - entry.enqueued_at)
+        self._dequeued += 1
+        self._queue_seconds_total += waited
+        return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts)
+
+    def complete(self, ticket: int) -> bool:
+        """The ticket is done (answered or failed). False: it was cancelled or already completed."""
+        entry = self._tickets.pop(ticket, None)
+        if entry is None:
+            return False
+        self.queue.remove(ticket)  # a retried copy may still be queued; the first answer wins
+        self._unbind(ticket, entry)
+        return True
+
+    # ------------------------------------------------------------ querier membership
+
+    def register_querier(self, querier_id: str, incarnation: str = "") -> tuple[_Querier, Released]:
+        querier = self._queriers.get(querier_id)
+        if querier is None:
+            querier = self._queriers[querier_id] = _Querier(incarnation)
+            return querier, Released()
+        if querier.incarnation == incarnation:
+            return querier, Released()
+        released = self._release(querier)
+        querier.incarnation = incarnation
+        querier.shutting_down = False
+        return querier, released
+
+    def notify_shutdown(self, querier_id: str) -> None:
+        """A querier is draining: it finishes what it runs but gets no new work."""
+        querier = self._queriers.get(querier_id)
+        if querier is not None:
+            querier.shutting_down = True
+
+    def forget_querier(self, querier_id: str) -> Released:
+        """A querier is gone for good: re-queue (or give up) what it was running."""
+        querier = self._queriers.pop(querier_id, None)
+        return self._release(querier) if querier is not None else Released()
+
+    def _release(self, querier: _Querier) -> Released:
+        requeued, abandoned = [], []
+        for ticket in sorted(querier.running):
+            entry = self._tickets[ticket]
+            entry.querier = None
+            if entry.attempts >= self.settings.max_attempts:
+                del self._tickets[ticket]
+                abandoned.append(ticket)
+            else:
+                self.queue.requeue(ticket, entry.tenant, entry.path, entry.item)
+                requeued.append(ticket)
+        querier.running.clear()
+        return Released(tuple(requeued), tuple(abandoned))
+
+    def _unbind(self, ticket: int, entry: _Ticket[T]) -> None:
+        if entry.querier is not None and entry.querier in self._queriers:
+            self._queriers[entry.querier].running.discard(ticket)
+
+    # ------------------------------------------------------------ metrics
+
+    def running_on(self, querier_id: str) -> frozenset[int]:
+        querier = self._queriers.get(querier_id)
+        return frozenset(querier.running) if querier is not None else frozenset()
+
+    def stats(self) -> SchedulerStats:
+        return SchedulerStats(
+            queued=self.queue.lengths(),
+            running=sum(len(q.running) for q in self._queriers.values()),
+            queriers=len(self._queriers),
+            discarded=dict(self.queue.discarded),
+            dequeued=self._dequeued,
+            queue_seconds_total=self._queue_seconds_total,
+        )

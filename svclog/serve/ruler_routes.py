@@ -1,0 +1,134 @@
+"""Ruler routes: the rules API (YAML) and the metrics-system-compatible rules/alerts views (JSON).
+
+Rules API under `/svc/api/v1/rules`, `/loki/api/v1/rules` and `/api/prom/rules`;
+compat views under `/compat/api/v1/{rules,alerts}`, `/prometheus/api/v1/...` and
+`/api/prom/api/v1/...`. Namespace and group names are taken from the raw request path
+and percent-decoded one segment at a time, so a namespace holding `%2F` works.
+`get_ruler()` returns one ruler actor handle, or a list of them when several rulers
+share the groups: compat views then ask every ruler and merge the answers.
+"""
+from __future__ import annotations
+
+import json
+import urllib.parse
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response
+
+from svclog.model import NotFoundError, SvcError, single_tenant
+from svclog.ruler.compat import merge_alerts_data, merge_rules_data
+from svclog.serve.errors import BodyTooLarge, error_response
+
+RULES_PREFIXES = ("/svc/api/v1/rules", "/loki/api/v1/rules", "/api/prom/rules")
+COMPAT_PREFIXES = ("/compat/api/v1", "/prometheus/api/v1", "/api/prom/api/v1")
+MAX_RULES_BODY = 8 << 20
+YAML = "application/yaml"
+_ACCEPTED = {"status": "success", "data": None, "errorType": "", "error": ""}
+
+
+def _svc_error(err: BaseException) -> SvcError | None:
+    """The user error behind an exception; for a Ray task error its `cause`."""
+    cause = getattr(err, "cause", None)
+    if isinstance(cause, SvcError):
+        return cause
+    return err if isinstance(err, SvcError) and cause is None else None
+
+
+def _json(data: object, status: int = 200) -> Response:
+    return Response(json.dumps(data, separators=(",", ":")), status_code=status, media_type="application/json")
+
+
+def _compat_error(err: SvcError) -> Response:
+    status = int(getattr(err, "status", 400))
+    kind = "bad_data" if status == 400 else "server_error" if status >= 500 else "error"
+    return _json({"status": "error", "data": None, "errorType": kind, "error": str(err)}, status)
+
+
+def _segments(request: Request, prefix: str) -> list[str]:
+    """The percent-decoded path segments after `prefix`."""
+    raw = request.scope.get("raw_path")
+    path = raw.decode("latin-1").split("?", 1)[0] if raw else urllib.parse.quote(request.url.path)
+    rest = path[len(prefix):] if path.startswith(prefix) else path.split(prefix, 1)[-1]
+    return [urllib.parse.unquote(s) for s in rest.strip("/").split("/")] if rest.strip("/") else []
+
+
+def _handles(get_ruler: Callable[[], Any]) -> list[Any]:
+    found = get_ruler()
+    return list(found) if isinstance(found, (list, tuple)) else [found]
+
+
+def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: bool | Callable[[], bool]) -> FastAPI:
+    def tenant_of(request: Request) -> str:
+        enabled = auth_enabled() if callable(auth_enabled) else auth_enabled
+        return single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=enabled)
+
+    async def call(method: str, *args: Any) -> Any:
+        return await getattr(_handles(get_ruler)[0], method).remote(*args)
+
+    def rules_endpoint(prefix: str, method: str):
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await _rules(request, prefix, method)
+            except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
+                user_error = _svc_error(err)
+                return error_response(user_error if user_error is not None else err)
+        return endpoint
+
+    async def _rules(request: Request, prefix: str, method: str) -> Response:
+        tenant = tenant_of(request)
+        parts = _segments(request, prefix)
+        if len(parts) > 2 or (method != "GET" and not parts) or (method == "POST" and len(parts) != 1):
+            raise NotFoundError("404 page not found")
+        if method == "POST":
+            body = await request.body()
+            if len(body) > MAX_RULES_BODY:
+                raise BodyTooLarge(f"rule group too large: {len(body)} > {MAX_RULES_BODY} bytes")
+            await call("set_group", tenant, parts[0], body)
+            return _json(_ACCEPTED, 202)
+        if method == "DELETE":
+            await (call("delete_group", tenant, *parts) if len(parts) == 2 else call("delete_namespace", tenant, *parts))
+            return _json(_ACCEPTED, 202)
+        if not parts:
+            text = await call("list_rules", tenant, request.query_params.get("labels"))
+        elif len(parts) == 1:
+            text = await call("get_namespace", tenant, parts[0])
+        else:
+            text = await call("get_group", tenant, *parts)
+        return Response(text, status_code=200, media_type=YAML)
+
+    async def compat_rules(request: Request) -> Response:
+        try:
+            tenant = tenant_of(request)
+            params = request.query_params
+            args = (tenant, params.get("type"), params.getlist("file"), params.getlist("rule_group"),
+                    params.getlist("rule_name"))
+            parts = [await handle.compat_rules.remote(*args) for handle in _handles(get_ruler)]
+            return _json({"status": "success", "data": merge_rules_data(parts)})
+        except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
+            return _compat_failure(err)
+
+    async def compat_alerts(request: Request) -> Response:
+        try:
+            tenant = tenant_of(request)
+            parts = [await handle.compat_alerts.remote(tenant) for handle in _handles(get_ruler)]
+            return _json({"status": "success", "data": merge_alerts_data(parts)})
+        except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
+            return _compat_failure(err)
+
+    for prefix in RULES_PREFIXES:
+        for method in ("GET", "POST", "DELETE"):
+            endpoint = rules_endpoint(prefix, method)
+            app.add_api_route(prefix, endpoint, methods=[method], include_in_schema=False)
+            app.add_api_route(prefix + "/{rest:path}", endpoint, methods=[method], include_in_schema=False)
+    for prefix in COMPAT_PREFIXES:
+        app.add_api_route(prefix + "/rules", compat_rules, methods=["GET"], include_in_schema=False)
+        app.add_api_route(prefix + "/alerts", compat_alerts, methods=["GET"], include_in_schema=False)
+    return app
+
+
+def _compat_failure(err: Exception) -> Response:
+    user_error = _svc_error(err)
+    return _compat_error(user_error) if user_error is not None else error_response(err)

@@ -1,0 +1,63 @@
+"""What the gateway replica knows once it has started: config, handlers and actor handles.
+
+Route modules are registered when the app is defined (import time), before any config
+exists; they read settings and actors through these module-level functions, which
+Serve pickles by reference, so each replica sees its own live values.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RULER_NAME
+
+_state: dict[str, Any] = {}
+
+
+def configure(cfg: Any, distributor: Any) -> None:
+    _state.clear()
+    _state.update(cfg=cfg, distributor=distributor)
+
+
+def config() -> Any:
+    return _state["cfg"]
+
+
+def auth_enabled() -> bool:
+    return config().auth_enabled
+
+
+def max_body_bytes() -> int:
+    return config().server.max_request_body_bytes
+
+
+def max_decompressed_bytes() -> int:
+    return config().server.max_decompressed_body_bytes
+
+
+def _actor(name: str) -> Any:
+    key = "actor:" + name
+    if key not in _state:
+        _state[key] = ray.get_actor(name, namespace=NAMESPACE)
+    return _state[key]
+
+
+def compactor() -> Any:
+    return _actor(COMPACTOR_NAME)
+
+
+def ruler() -> Any:
+    return _actor(RULER_NAME)
+
+
+def pattern_actor() -> Any | None:
+    """None when the pattern ingester is disabled (its endpoint then answers 404)."""
+    if not config().pattern_ingester.enabled:
+        return None
+    return _actor(PATTERN_INGESTER_NAME)
+
+
+async def push_streams(tenant: str, streams: list) -> Any:
+    """Push already-decoded streams (OTLP) through the distributor deployment."""
+    return await _state["distributor"].push_decoded.remote(tenant, streams)
