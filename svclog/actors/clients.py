@@ -96,6 +96,15 @@ class IngesterPool:
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]:
         return [labels for result in self._fan_out("series", tenant, matchers, start, end) for labels in result]
 
+    def stats(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list:
+        """Per-stream (labels, entries, bytes, chunks); replicas of a stream count once (the largest)."""
+        best: dict[Labels, tuple] = {}
+        for result in self._fan_out("stream_stats", tenant, matchers, start, end):
+            for row in result:
+                if row[0] not in best or row[1] > best[row[0]][1]:
+                    best[row[0]] = row
+        return list(best.values())
+
     def call_all(self, method: str, *args) -> list:
         return self._fan_out(method, *args)
 

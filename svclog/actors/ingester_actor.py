@@ -77,6 +77,9 @@ class IngesterActor:
     def series(self, tenant, matchers, start, end):
         return self.ingester.series(tenant, matchers, start, end)
 
+    def stream_stats(self, tenant, matchers, start, end):
+        return self.ingester.stream_stats(tenant, matchers, start, end)
+
     def flush(self) -> int:
         return self.ingester.flush(force=True)
 

@@ -41,6 +41,12 @@ class QuerierActor:
     def series(self, tenants, selectors, start, end) -> list[dict]:
         return self.querier.series(tenants, selectors, start, end)
 
+    def index_stats(self, tenants, query, start, end) -> dict:
+        return self.querier.index_stats(tenants, query, start, end)
+
+    def volume(self, tenants, *args) -> dict:
+        return self.querier.volume(tenants, *args)
+
     def label_names(self, tenants, start, end, query) -> list[str]:
         return self.querier.label_names(tenants, start, end, query)
 

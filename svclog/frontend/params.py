@@ -38,6 +38,18 @@ def _direction(form: Mapping[str, str]) -> str:
     return direction
 
 
+def limit_param(form: Mapping[str, str], default: int = 100) -> int:
+    return _limit(form, default)
+
+
+def parse_step_param(text: str) -> int:
+    step = _duration(text, "step")
+    if step <= 0:
+        raise ValidationError("zero or negative query resolution step widths are not accepted. "
+                              "Try a positive integer")
+    return step
+
+
 def _duration(text: str, name: str) -> int:
     try:
         return parse_step(text)

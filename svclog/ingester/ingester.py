@@ -102,6 +102,11 @@ class Ingester:
             instance = self.tenants.get(tenant)
             return instance.series(matchers, start, end) if instance else []
 
+    def stream_stats(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list:
+        with self._lock:
+            instance = self.tenants.get(tenant)
+            return instance.stream_stats(matchers, start, end) if instance else []
+
     def tenant_ids(self) -> list[str]:
         with self._lock:
             return sorted(self.tenants)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from svclog.ingester.stream import MemoryStream
 from svclog.model import Labels, LimitError, Matcher, StreamColumns, labels_match
@@ -48,6 +49,17 @@ class TenantInstance:
             tables = stream.tables(start, end)
             if tables:
                 out.append((stream.labels, pa.concat_tables(tables) if len(tables) > 1 else tables[0]))
+        return out
+
+    def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:
+        """(labels, entries, bytes, chunks) of matching streams with entries in [start, end)."""
+        out = []
+        for stream in self.matching(matchers):
+            tables = stream.tables(start, end)
+            if tables:
+                lines = sum(t.num_rows for t in tables)
+                size = sum(int(pc.sum(pc.binary_length(t.column("line"))).as_py() or 0) for t in tables)
+                out.append((stream.labels, lines, size, len(stream.sealed) + (1 if len(stream.head) else 0)))
         return out
 
     def series(self, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:

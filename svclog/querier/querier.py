@@ -13,6 +13,7 @@ from svclog.model import Labels, Matcher, ValidationError
 from svclog.querier.request import RangeRequest
 from svclog.querier.source import DeleteFilters, IngesterReader, StoreSource
 from svclog.querier.stats import build_stats
+from svclog.querier.volume import VolumeRequest, index_stats, volumes
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
 
@@ -65,6 +66,14 @@ class Querier:
         for text in selectors:
             found.update(source.select_series(_matchers(text), start, end))
         return [labels.to_dict() for labels in sorted(found)]
+
+    def index_stats(self, tenants: list[str], query: str, start: int, end: int) -> dict:
+        return index_stats(self.index, self.ingesters, tenants, _matchers(query), start, end)
+
+    def volume(self, tenants: list[str], query: str, start: int, end: int, limit: int,
+               target_labels: tuple[str, ...], aggregate_by: str, step: int | None) -> dict:
+        request = VolumeRequest(_matchers(query), start, end, limit, target_labels, aggregate_by, step)
+        return volumes(self._source(tenants), request)
 
     def label_names(self, tenants: list[str], start: int, end: int, query: str | None) -> list[str]:
         series = self._series_for(tenants, start, end, query)

@@ -6,7 +6,7 @@ means the tenant's local queue.
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from svclog.model import ValidationError
 

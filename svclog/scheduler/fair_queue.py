@@ -8,7 +8,8 @@ that tenant's dequeues however many requests each has queued. Deterministic, no 
 from __future__ import annotations
 
 import itertools
-from typing import Generic, Iterable, NamedTuple, TypeVar
+from collections.abc import Iterable
+from typing import Generic, NamedTuple, TypeVar
 
 from svclog.model import RateLimitError
 from svclog.scheduler.actor_path import ActorPath, limit_depth

@@ -8,7 +8,8 @@ Every operation touches one node per level, so its cost is O(depth), never O(que
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Generic, Iterator, TypeVar
+from collections.abc import Iterator
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -16,7 +17,7 @@ LOCAL = None  # the key of a node's own FIFO in `turns`; children are keyed by n
 
 
 class QueueNode(Generic[T]):
-    __slots__ = ("name", "parent", "local", "children", "turns", "size")
+    __slots__ = ("children", "local", "name", "parent", "size", "turns")
 
     def __init__(self, name: str, parent: QueueNode[T] | None = None):
         self.name = name

@@ -8,13 +8,18 @@ running tickets go back to the front of their queues, up to `max_attempts` dispa
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Generic, Iterable, TypeVar
+from typing import Generic, TypeVar
 
 from svclog.scheduler.actor_path import ActorPath
 from svclog.scheduler.fair_queue import DEFAULT_MAX_LEVELS, DEFAULT_MAX_OUTSTANDING, FairQueue
 
 T = TypeVar("T")
+
+
+class QuerierLostError(RuntimeError):
+    """A sub-query's querier died `max_attempts` times while running it (a server fault, HTTP 5xx)."""
 
 
 @dataclass(frozen=True)
@@ -108,13 +113,11 @@ class Scheduler(Generic[T]):
 
     # ------------------------------------------------------------ querier side
 
-    def next_for_querier(self, querier_id: str, incarnation: str = "") -> Assignment[T] | None:
-        """The next sub-query by fair order, or None when nothing is queued (never blocks).
-
-        `incarnation` identifies the querier's process (e.g. its pid): a new value means the
-        querier restarted, so whatever its previous process was running is queued again.
-        """
-        querier = self.register_querier(querier_id, incarnation)[0]
+    def next_for_querier(self, querier_id: str) -> Assignment[T] | None:
+        """The next sub-query in fair order, or None when nothing is queued (never blocks)."""
+        querier = self._queriers.get(querier_id)
+        if querier is None:
+            querier = self._queriers[querier_id] = _Querier("")
         if querier.shutting_down:
             return None
         taken = self.queue.dequeue()
@@ -140,17 +143,18 @@ class Scheduler(Generic[T]):
 
     # ------------------------------------------------------------ querier membership
 
-    def register_querier(self, querier_id: str, incarnation: str = "") -> tuple[_Querier, Released]:
+    def register_querier(self, querier_id: str, incarnation: str = "") -> Released:
+        """Announce a querier process. `incarnation` identifies the process (e.g. its pid): a new
+        value for a known querier means it restarted, so what the old process ran is queued again."""
         querier = self._queriers.get(querier_id)
         if querier is None:
-            querier = self._queriers[querier_id] = _Querier(incarnation)
-            return querier, Released()
+            self._queriers[querier_id] = _Querier(incarnation)
+            return Released()
         if querier.incarnation == incarnation:
-            return querier, Released()
-        released = self._release(querier)
+            return Released()
         querier.incarnation = incarnation
         querier.shutting_down = False
-        return querier, released
+        return self._release(querier)
 
     def notify_shutdown(self, querier_id: str) -> None:
         """A querier is draining: it finishes what it runs but gets no new work."""

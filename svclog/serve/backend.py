@@ -34,6 +34,12 @@ class ServeBackend:
     async def label_values(self, tenants, name, start, end, query):
         return _raise_if_error(await self.frontend.metadata.remote("label_values", tenants, name, start, end, query))
 
+    async def index_stats(self, tenants, query, start, end):
+        return _raise_if_error(await self.frontend.metadata.remote("index_stats", tenants, query, start, end))
+
+    async def volume(self, tenants, *args):
+        return _raise_if_error(await self.frontend.metadata.remote("volume", tenants, *args))
+
     async def flush(self):
         await asyncio.to_thread(self.ingesters.call_all, "flush")
 

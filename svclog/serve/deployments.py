@@ -111,6 +111,7 @@ class Gateway:
             max_body_bytes=cfg.server.max_request_body_bytes,
             config_yaml=lambda mode: config_to_yaml(cfg, mode),
             services=lambda: [(name, "Running") for name in _services(cfg)],
+            volume_enabled=cfg.limits_config.volume_enabled,
         ))
 
 

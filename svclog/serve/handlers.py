@@ -15,7 +15,8 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from svclog.frontend import params as qp
 from svclog.logql.printer import format_query
-from svclog.model import SvcError, ValidationError, parse_tenants, single_tenant
+from svclog.model import NotFoundError, SvcError, ValidationError, parse_tenants, single_tenant
+from svclog.querier.volume import validate_aggregate_by
 from svclog.serve.errors import BodyTooLarge, error_response
 from svclog.serve.legacy import legacy_query_body
 from svclog.serve.request_params import read_params
@@ -42,13 +43,15 @@ def _json(data: Any, status: int = 200) -> Response:
 
 class Handlers:
     def __init__(self, backend: Backend, *, auth_enabled: bool, multi_tenant_queries: bool,
-                 max_body_bytes: int, config_yaml: Any = None, services: Any = None):
+                 max_body_bytes: int, config_yaml: Any = None, services: Any = None,
+                 volume_enabled: bool = True):
         self.backend = backend
         self.auth_enabled = auth_enabled
         self.multi_tenant_queries = multi_tenant_queries
         self.max_body_bytes = max_body_bytes
         self.config_yaml = config_yaml  # callable(mode) -> str
         self.services = services  # callable() -> list[(name, state)]
+        self.volume_enabled = volume_enabled
 
     # ------------------------------------------------------------ tenants
 
@@ -139,6 +142,45 @@ class Handlers:
             if not selectors:
                 raise ValidationError("at least one match[] argument must be provided")
             data = await self.backend.series(tenants, selectors, start, end)
+            return _json({"status": "success", "data": data})
+        except SvcError as err:
+            return error_response(err)
+
+    async def index_stats(self, request: Request) -> Response:
+        try:
+            tenants = self._query_tenants(request)
+            params = await read_params(request)
+            query = params.get("query")
+            if not query:
+                raise ValidationError("query parameter is required: a stream selector")
+            start, end = qp.labels_range(_first_values(params))
+            return _json(await self.backend.index_stats(tenants, query, start, end))
+        except SvcError as err:
+            return error_response(err)
+
+    async def volume(self, request: Request) -> Response:
+        return await self._volume(request, ranged=False)
+
+    async def volume_range(self, request: Request) -> Response:
+        return await self._volume(request, ranged=True)
+
+    async def _volume(self, request: Request, *, ranged: bool) -> Response:
+        try:
+            if not self.volume_enabled:
+                raise NotFoundError("volume is not enabled: set limits_config.volume_enabled: true")
+            tenants = self._query_tenants(request)
+            params = await read_params(request)
+            form = _first_values(params)
+            query = form.get("query")
+            if not query:
+                raise ValidationError("query parameter is required: a stream selector")
+            start, end = qp.time_range(form, qp.HOUR)
+            step = None
+            if ranged:
+                step = qp.parse_step_param(form.get("step")) if form.get("step") else qp.default_step(start, end)
+            targets = tuple(t.strip() for t in (form.get("targetLabels") or "").split(",") if t.strip())
+            data = await self.backend.volume(tenants, query, start, end, qp.limit_param(form), targets,
+                                             validate_aggregate_by(form.get("aggregateBy")), step)
             return _json({"status": "success", "data": data})
         except SvcError as err:
             return error_response(err)

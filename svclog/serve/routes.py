@@ -16,6 +16,9 @@ API_ROUTES = [
     ("label_values", GET_POST, ["/api/v1/label/{name}/values"]),
     ("series", GET_POST, ["/api/v1/series"]),
     ("format_query", GET_POST, ["/api/v1/format_query"]),
+    ("index_stats", GET_POST, ["/api/v1/index/stats"]),
+    ("volume", GET_POST, ["/api/v1/index/volume"]),
+    ("volume_range", GET_POST, ["/api/v1/index/volume_range"]),
     ("buildinfo", GET, ["/api/v1/status/buildinfo"]),
 ]
 # Deprecated routes (still served) and other absolute paths.

@@ -1,0 +1,157 @@
+"""Ray host of the query Scheduler: frontends enqueue sub-queries and await results; queriers pull.
+
+An async actor: `dequeue` parks on an asyncio.Condition until work exists (or its timeout),
+and each ticket's outcome is an asyncio.Future resolved by the querier's `complete`/`fail`.
+Outcomes are opaque: pass a small result as is, or `[ray.put(result)]` to keep large Arrow
+data out of this actor (a list stops Ray from resolving the reference here).
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import ray
+
+from svclog.actors.options import NAMESPACE
+from svclog.config import Config
+from svclog.scheduler import (
+    ActorPath,
+    Assignment,
+    QuerierLostError,
+    Released,
+    Scheduler,
+    SchedulerSettings,
+    SchedulerStats,
+)
+
+SCHEDULER_NAME = "scheduler"
+
+
+def scheduler_settings(cfg: Config) -> SchedulerSettings:
+    return SchedulerSettings(
+        max_outstanding_per_tenant=cfg.query_scheduler.max_outstanding_requests_per_tenant,
+        max_queue_hierarchy_levels=cfg.query_scheduler.max_queue_hierarchy_levels,
+        max_attempts=max(1, cfg.query_range.max_retries),
+    )
+
+
+def scheduler_options(cfg: Config) -> dict:
+    # restarts lose the queue: frontends see RayActorError on `result` and enqueue again
+    return {"name": SCHEDULER_NAME, "namespace": NAMESPACE, "num_cpus": cfg.ray.scheduler_num_cpus,
+            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 10_000, "get_if_exists": True}
+
+
+class SchedulerActor:
+    def __init__(self, cfg: Config):
+        self.scheduler: Scheduler[Any] = Scheduler(scheduler_settings(cfg))
+        self._work = asyncio.Condition()
+        self._outcomes: dict[int, asyncio.Future] = {}
+
+    def ready(self) -> bool:
+        return True
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    # ------------------------------------------------------------ frontend side
+
+    async def enqueue(self, tenant: str, path: ActorPath, items: list) -> list[int]:
+        """Queue a query's sub-queries (all or none); raises TooManyOutstandingRequests / QueueDepthError."""
+        tickets = self.scheduler.enqueue_many(tenant, tuple(path), items)
+        loop = asyncio.get_running_loop()
+        for ticket in tickets:
+            self._outcomes[ticket] = loop.create_future()
+        await self._wake(len(tickets))
+        return tickets
+
+    async def result(self, ticket: int, timeout: float | None = None) -> Any:
+        """What the querier passed to `complete`, or the error it passed to `fail`."""
+        outcome = self._outcomes.get(ticket)
+        if outcome is None:
+            raise KeyError(f"unknown or already collected ticket {ticket}")
+        try:
+            return await asyncio.wait_for(asyncio.shield(outcome), timeout)
+        finally:
+            if outcome.done():
+                self._outcomes.pop(ticket, None)
+
+    async def results(self, tickets: list[int], timeout: float | None = None) -> list[Any]:
+        return list(await asyncio.gather(*(self.result(ticket, timeout) for ticket in tickets)))
+
+    async def cancel(self, tickets: list[int]) -> int:
+        """Drop queued or running tickets (client gone, timeout, an error elsewhere in the query)."""
+        dropped = 0
+        for ticket in tickets:
+            dropped += self.scheduler.cancel(ticket)
+            outcome = self._outcomes.pop(ticket, None)
+            if outcome is not None and not outcome.done():
+                outcome.cancel()
+        return dropped
+
+    # ------------------------------------------------------------ querier side
+
+    async def dequeue(self, querier_id: str, timeout: float = 1.0, incarnation: str = "") -> Assignment | None:
+        """Next sub-query for this querier, waiting up to `timeout` s; None when none came."""
+        await self._settle(self.scheduler.register_querier(querier_id, incarnation))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        async with self._work:
+            while True:
+                assignment = self.scheduler.next_for_querier(querier_id)
+                remaining = deadline - loop.time()
+                if assignment is not None or remaining <= 0:
+                    return assignment
+                try:
+                    await asyncio.wait_for(self._work.wait(), remaining)
+                except TimeoutError:
+                    return self.scheduler.next_for_querier(querier_id)
+
+    async def complete(self, ticket: int, result: Any) -> bool:
+        """False: the ticket was cancelled or already answered (drop the result)."""
+        return self._resolve(ticket, lambda outcome: outcome.set_result(result))
+
+    async def fail(self, ticket: int, error: BaseException) -> bool:
+        return self._resolve(ticket, lambda outcome: outcome.set_exception(error))
+
+    async def notify_shutdown(self, querier_id: str) -> None:
+        self.scheduler.notify_shutdown(querier_id)
+
+    async def forget_querier(self, querier_id: str) -> Released:
+        released = self.scheduler.forget_querier(querier_id)
+        await self._settle(released)
+        return released
+
+    # ------------------------------------------------------------ metrics
+
+    async def stats(self) -> SchedulerStats:
+        return self.scheduler.stats()
+
+    async def queue_lengths(self, tenant: str) -> dict[ActorPath, int]:
+        return self.scheduler.queue.queue_lengths(tenant)
+
+    # ------------------------------------------------------------ internals
+
+    def _resolve(self, ticket: int, settle) -> bool:
+        if not self.scheduler.complete(ticket):
+            return False
+        outcome = self._outcomes.get(ticket)
+        if outcome is not None and not outcome.done():
+            settle(outcome)
+        return True
+
+    async def _settle(self, released: Released) -> None:
+        for ticket in released.abandoned:
+            outcome = self._outcomes.get(ticket)
+            if outcome is not None and not outcome.done():
+                attempts = self.scheduler.settings.max_attempts
+                outcome.set_exception(QuerierLostError(f"sub-query lost with its querier {attempts} times"))
+        await self._wake(len(released.requeued))
+
+    async def _wake(self, count: int) -> None:
+        if count:
+            async with self._work:
+                self._work.notify(count)
+
+
+RemoteScheduler = ray.remote(SchedulerActor)

@@ -1,0 +1,34 @@
+"""Merging log partials: a k-way merge by time (direction), then labels, then arrival,
+cut at the limit and grouped back into streams, as the un-split query orders them."""
+from __future__ import annotations
+
+import numpy as np
+
+from svclog.logql.engine.params import QueryParams
+from svclog.logql.engine.result import Stream, StreamsResult
+from svclog.model import Labels
+
+
+def merge_streams(partials: list[StreamsResult], params: QueryParams) -> StreamsResult:
+    """The first `params.limit` entries of all partials in the query's direction.
+
+    Partials are time pieces and shards of one query; each is already ordered and
+    limited, so the overall first `limit` entries are among theirs.
+    """
+    streams = [s for part in partials for s in part.streams if len(s.ts)]
+    if not streams or params.limit == 0:
+        return StreamsResult([])
+    keys: list[Labels] = sorted({s.labels for s in streams})
+    rank = {lb: i for i, lb in enumerate(keys)}
+    ts = np.concatenate([np.asarray(s.ts, dtype=np.int64) for s in streams])
+    sid = np.concatenate([np.full(len(s.ts), rank[s.labels], dtype=np.int64) for s in streams])
+    lines = [line for s in streams for line in s.lines]
+    arrival = np.arange(len(ts))
+    newest_first = params.direction == "backward"
+    order = np.lexsort((arrival, sid, -ts if newest_first else ts))[: params.limit]
+    picked = sid[order]
+    out = []
+    for s in np.unique(picked):
+        rows = order[picked == s]
+        out.append(Stream(keys[s], ts[rows], [lines[r] for r in rows.tolist()]))
+    return StreamsResult(out)
