@@ -12,6 +12,7 @@ import ray
 
 from svclog.actors.options import PATTERN_INGESTER_NAME
 from svclog.config import Config
+from svclog.log_level import apply_level
 from svclog.model import Matcher, StreamColumns
 from svclog.pattern import DrainSettings, PatternIngester, PatternSettings
 
@@ -49,9 +50,16 @@ class PatternActor:
     def ready(self) -> str:
         return PATTERN_INGESTER_NAME
 
-    def push(self, tenant: str, streams: list[StreamColumns]) -> int:
+    def set_log_level(self, level: str) -> str:
+        return apply_level(level)
+
+    def push(self, tenant: str, streams: list[StreamColumns], weight: int = 1) -> int:
         with self._lock:
-            return self.ingester.push(tenant, streams)
+            return self.ingester.push(tenant, streams, weight)
+
+    def push_batches(self, batches: list[tuple[str, list[StreamColumns], int]]) -> int:
+        with self._lock:
+            return sum(self.ingester.push(tenant, streams, weight) for tenant, streams, weight in batches)
 
     def patterns(self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int,
                  step_ns: int = 0) -> list[dict]:

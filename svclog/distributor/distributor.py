@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from svclog.distributor.ratelimit import RateLimiter
-from svclog.distributor.validate import ValidationLimits, validate_push
+from svclog.distributor.validate import ValidationLimits
+from svclog.distributor.validate_columns import validate_columns
 from svclog.model import (
     NS, RateLimitError, StreamColumns, SvcError, ValidationError, parse_timestamp,
 )
@@ -67,15 +68,15 @@ class Distributor:
         self.tee = tee  # best-effort copy of accepted streams (the pattern ingester)
 
     def push(self, tenant: str, streams: list) -> PushOutcome:
-        """Validate decoded PushStreams and replicate the accepted part; raises SvcError subclasses.
+        """Validate decoded streams (StreamColumns or PushStreams) and replicate the accepted part.
 
         Partial acceptance (as the reference does): valid streams/entries are written,
         then a ValidationError lists what was refused.
         """
         limits = self.limits_for(tenant)
         self._check_blocked(limits)
-        report = validate_push(streams, validation_limits(limits), time.time_ns())
-        columns = [StreamColumns.from_push(s) for s in report.accepted if s.entries]
+        given = [s if isinstance(s, StreamColumns) else StreamColumns.from_push(s) for s in streams]
+        columns, report = validate_columns(given, validation_limits(limits), time.time_ns())
         size = sum(c.raw_bytes() for c in columns)
         if not self.rate_limiter.allow(tenant, size, limits.ingestion_rate_mb * MB, limits.ingestion_burst_size_mb * MB):
             lines = sum(len(c) for c in columns)

@@ -14,13 +14,13 @@ class TenantPatterns:
         self.settings = settings
         self.streams: dict[Labels, StreamMiner] = {}
 
-    def push(self, streams: Iterable[StreamColumns], now_ns: int) -> int:
+    def push(self, streams: Iterable[StreamColumns], now_ns: int, weight: int = 1) -> int:
         counted = 0
         for stream in streams:
             miner = self.streams.get(stream.labels)
             if miner is None:
                 miner = self.streams[stream.labels] = StreamMiner(stream.labels, self.settings)
-            counted += miner.push(stream.ts, stream.lines, now_ns)
+            counted += miner.push(stream.ts, stream.lines, now_ns, weight)
         return counted
 
     def collect(self, matchers: list[Matcher], start_ns: int, end_ns: int,
@@ -46,12 +46,12 @@ class PatternIngester:
         self.clock = clock
         self.tenants: dict[str, TenantPatterns] = {}
 
-    def push(self, tenant: str, streams: Iterable[StreamColumns]) -> int:
-        """Mine a push; returns the number of lines counted."""
+    def push(self, tenant: str, streams: Iterable[StreamColumns], weight: int = 1) -> int:
+        """Mine a push (each line standing for `weight` lines); returns the number of lines counted."""
         instance = self.tenants.get(tenant)
         if instance is None:
             instance = self.tenants[tenant] = TenantPatterns(self.settings)
-        return instance.push(streams, self.clock())
+        return instance.push(streams, self.clock(), weight)
 
     def patterns(self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int,
                  step_ns: int = 0) -> list[dict]:

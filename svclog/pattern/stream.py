@@ -32,8 +32,11 @@ class StreamMiner:
         self.skipped_lines = 0
         self._pruned_at = 0
 
-    def push(self, ts: list[int], lines: list[str], now_ns: int) -> int:
-        """Mine the lines; return how many were counted (too long, empty or expired ones are not)."""
+    def push(self, ts: list[int], lines: list[str], now_ns: int, weight: int = 1) -> int:
+        """Mine the lines; return how many were counted (too long, empty or expired ones are not).
+
+        `weight`: how many real lines each given line stands for (the distributor samples).
+        """
         self.last_push_ns = now_ns
         settings = self.settings
         counted = 0
@@ -45,7 +48,7 @@ class StreamMiner:
             cluster = self.drain.train(tokenize(line))
             if cluster.samples is None:
                 cluster.samples = Samples(settings.sample_interval_ns)
-            cluster.samples.add(t)
+            cluster.samples.add(t, weight)
             if self.newest_ns is None or t > self.newest_ns:
                 self.newest_ns = t
             counted += 1

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import itertools
 import logging
 
@@ -13,27 +14,32 @@ from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.options import NAMESPACE, PATTERN_INGESTER_NAME, querier_name
 from svclog.config import Config, config_to_yaml, limits_for
 from svclog.distributor.distributor import Distributor
+from svclog.distributor.tee import SampledTee
 from svclog.model import SvcError
 from svclog.serve.backend import ServeBackend
-from svclog.serve.codecs.push import decode_push
+from svclog.serve.codecs.push_columns import decode_push_columns
 from svclog.serve.errors import ErrorReply
 from svclog.serve.handlers import Handlers
+from svclog.serve.admin_routes import add_admin_routes
 from svclog.serve.delete_routes import add_delete_routes
 from svclog.serve import runtime
 from svclog.serve.otlp_routes import add_otlp_routes
 from svclog.serve.pattern_routes import add_pattern_routes
 from svclog.serve.routes import add_routes, set_handlers
 from svclog.serve.ruler_routes import add_ruler_routes
+from svclog.serve.tail_routes import add_tail_routes
 
 log = logging.getLogger("svclog")
 app = add_routes(FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None))
 
 
+add_admin_routes(app, runtime.admin)
 add_delete_routes(app, runtime.compactor, runtime.auth_enabled)
 add_pattern_routes(app, runtime.pattern_actor, runtime.auth_enabled)
 add_ruler_routes(app, runtime.ruler, runtime.auth_enabled)
 add_otlp_routes(app, runtime.push_streams, runtime.auth_enabled, runtime.max_body_bytes,
                 runtime.max_decompressed_bytes)
+add_tail_routes(app, runtime.ingester_pool, runtime.query_logs, runtime.auth_enabled, runtime.config)
 
 
 class DistributorDeployment:
@@ -48,11 +54,13 @@ class DistributorDeployment:
     @staticmethod
     def _pattern_tee():
         actor = ray.get_actor(PATTERN_INGESTER_NAME, namespace=NAMESPACE)
-        return lambda tenant, columns: actor.push.remote(tenant, columns)
+        tee = SampledTee(lambda batches: actor.push_batches.remote(batches))
+        threading.Thread(target=tee.run_forever, name="pattern-tee", daemon=True).start()
+        return tee.offer
 
     def _push(self, tenant, body, content_type, content_encoding):
-        streams = decode_push(body, content_type, content_encoding,
-                              max_decompressed_bytes=self.cfg.server.max_decompressed_body_bytes)
+        streams = decode_push_columns(body, content_type, content_encoding,
+                                      max_decompressed_bytes=self.cfg.server.max_decompressed_body_bytes)
         return self.distributor.push(tenant, streams)
 
     async def push(self, tenant, body, content_type, content_encoding):
@@ -104,28 +112,44 @@ class Gateway:
     def __init__(self, cfg: Config, distributor, frontend):
         pool = IngesterPool(RingClient(), cfg.common.replication_factor)
         runtime.configure(cfg, distributor)
+        runtime.set_query_frontend(frontend)
         set_handlers(Handlers(
             ServeBackend(distributor, frontend, pool),
             auth_enabled=cfg.auth_enabled,
             multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
             max_body_bytes=cfg.server.max_request_body_bytes,
             config_yaml=lambda mode: config_to_yaml(cfg, mode),
-            services=lambda: [(name, "Running") for name in _services(cfg)],
             volume_enabled=cfg.limits_config.volume_enabled,
         ))
 
 
-def _services(cfg: Config) -> list[str]:
-    return ["server", "ring", "distributor", "ingester", "querier", "query-frontend", "query-scheduler"]
+# Serve autoscaling (requests in flight per replica drive the replica count). One replica each is
+# what a 2-core single node has room for; joining a cluster (`ray.address` set) lets replicas grow
+# and Ray's autoscaler add nodes for them. `ray.serve_min_replicas` / `ray.serve_max_replicas`
+# override both defaults once the config declares them.
+LOCAL_MAX_REPLICAS = 1
+CLUSTER_MAX_REPLICAS = 8
+
+
+def autoscaling_config(cfg: Config, max_ongoing_requests: int) -> dict:
+    """Serve `autoscaling_config` of one deployment: min 1, max by deployment mode, target 1/4 of capacity."""
+    default_max = CLUSTER_MAX_REPLICAS if cfg.ray.address else LOCAL_MAX_REPLICAS
+    min_replicas = max(1, int(getattr(cfg.ray, "serve_min_replicas", None) or 1))
+    max_replicas = max(min_replicas, int(getattr(cfg.ray, "serve_max_replicas", None) or default_max))
+    return {"min_replicas": min_replicas, "initial_replicas": min_replicas, "max_replicas": max_replicas,
+            "target_ongoing_requests": max(1, max_ongoing_requests // 4),
+            "upscale_delay_s": 10.0, "downscale_delay_s": 300.0}
 
 
 def build_application(cfg: Config, num_queriers: int):
     """The bound Serve application: gateway -> distributor and query frontend."""
     serve_cpus = cfg.ray.serve_num_cpus
     distributor = serve.deployment(DistributorDeployment, name="distributor",
-                                   ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64)
+                                   ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64,
+                                   autoscaling_config=autoscaling_config(cfg, 64))
     frontend = serve.deployment(QueryFrontendDeployment, name="query-frontend",
-                                ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64)
+                                ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64,
+                                autoscaling_config=autoscaling_config(cfg, 64))
     gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": serve_cpus},
-                               max_ongoing_requests=128)
+                               max_ongoing_requests=128, autoscaling_config=autoscaling_config(cfg, 128))
     return gateway.bind(cfg, distributor.bind(cfg), frontend.bind(cfg, num_queriers))

@@ -1,0 +1,70 @@
+"""SampledTee: a bounded, batched copy of accepted streams for the pattern ingester.
+
+Pattern mining costs far more per line than ingestion, so the distributor sends at most
+`max_lines_per_second` lines per tenant: above that rate it keeps every k-th line of each
+stream and sends it with weight k, so pattern counts stay estimates of the real counts.
+Copies are buffered (bounded) and handed to `sink` in one call per flush, never blocking
+a push; what does not fit is dropped and counted.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from svclog.model import StreamColumns
+
+Batch = tuple[str, list[StreamColumns], int]
+
+
+class SampledTee:
+    def __init__(self, sink: Callable[[list[Batch]], None], *, max_lines_per_second: int = 2000,
+                 max_buffered_lines: int = 20_000, clock: Callable[[], float] = time.monotonic):
+        self.sink = sink
+        self.rate = max_lines_per_second
+        self.max_buffered = max_buffered_lines
+        self.clock = clock
+        self.dropped_lines = 0
+        self._buffer: list[Batch] = []
+        self._buffered = 0
+        self._seen: dict[str, tuple[int, int, int]] = {}  # tenant -> (second, lines this second, last second)
+        self._lock = threading.Lock()
+
+    def _stride(self, tenant: str, lines: int) -> int:
+        second = int(self.clock())
+        current, count, previous = self._seen.get(tenant, (second, 0, 0))
+        if current != second:
+            current, count, previous = second, 0, (count if second - current == 1 else 0)
+        count += lines
+        self._seen[tenant] = (current, count, previous)
+        expected = max(count, previous)  # this second's lines so far, or last second's rate
+        return max(1, math.ceil(expected / self.rate))
+
+    def offer(self, tenant: str, streams: list[StreamColumns]) -> None:
+        total = sum(len(s) for s in streams)
+        with self._lock:
+            stride = self._stride(tenant, total)
+            sampled = streams if stride == 1 else [
+                StreamColumns(s.labels, s.ts[::stride], s.lines[::stride], None) for s in streams]
+            size = sum(len(s) for s in sampled)
+            if self._buffered + size > self.max_buffered:
+                self.dropped_lines += total
+                return
+            self._buffer.append((tenant, sampled, stride))
+            self._buffered += size
+
+    def flush(self) -> int:
+        with self._lock:
+            batches, self._buffer, self._buffered = self._buffer, [], 0
+        if batches:
+            self.sink(batches)
+        return len(batches)
+
+    def run_forever(self, interval: float = 0.5, stop: threading.Event | None = None) -> None:
+        stop = stop or threading.Event()
+        while not stop.wait(interval):
+            try:
+                self.flush()
+            except Exception:  # the pattern ingester may be restarting: drop this batch
+                pass
