@@ -10,6 +10,7 @@ from ray import serve
 from svclog.actors.compactor_actor import RemoteCompactor
 from svclog.actors.pattern_actor import RemotePatternIngester
 from svclog.actors.ruler_actor import RemoteRuler
+from svclog.actors.scheduler_actor import RemoteScheduler, scheduler_options
 from svclog.actors.ingester_actor import RemoteIngester
 from svclog.actors.options import (
     NAMESPACE, RULER_NAME, compactor_options, ingester_options, pattern_ingester_options, querier_options,
@@ -47,13 +48,17 @@ def start(cfg: Config) -> dict:
     ingesters = [RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(cfg, f"ingester-{i}")
                  for i in range(num_ingesters(cfg))]
     ray.get([i.ready.remote() for i in ingesters])
+    scheduler = RemoteScheduler.options(**scheduler_options(cfg)).remote(cfg)
+    ray.get(scheduler.ready.remote())
     queriers = [RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus,
                                                         cfg.querier.max_concurrent)).remote(cfg)
                 for i in range(max(1, cfg.ray.num_queriers))]
     ray.get([q.ready.remote() for q in queriers])
+    for index, querier in enumerate(queriers):
+        querier.start_pulling.remote(f"querier-{index}", cfg.querier.max_concurrent)
     compactor = RemoteCompactor.options(**compactor_options()).remote(cfg)
     ruler = RemoteRuler.options(**ruler_options()).remote(cfg, RULER_NAME, len(queriers))
-    backends = [compactor, ruler]
+    backends = [compactor, ruler, scheduler]
     if cfg.pattern_ingester.enabled:
         backends.append(RemotePatternIngester.options(**pattern_ingester_options()).remote(cfg))
     ray.get([actor.ready.remote() for actor in backends])

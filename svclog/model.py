@@ -101,6 +101,10 @@ class Labels:
         self._hash = hash(self._items)
         self._str: str | None = None
 
+    def __reduce__(self):
+        # str hashes differ between processes (hash randomisation): never ship `_hash`.
+        return (Labels, (self._items,))
+
     @classmethod
     def from_dict(cls, mapping: Mapping[str, str]) -> "Labels":
         return cls(mapping.items())

@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import ray
 
 from svclog.actors.clients import IngesterPool, RingClient
+from svclog.actors.options import NAMESPACE
+from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri
+from svclog.log_level import apply_level
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
@@ -26,11 +31,45 @@ class QuerierActor:
     def __init__(self, cfg: Config):
         store = ObjectStore(object_store_uri(cfg))
         pool = IngesterPool(RingClient(), cfg.common.replication_factor)
+        self._pullers: list[threading.Thread] = []
         self.querier = Querier(IndexReader(store), ChunkStore(store), pool, querier_settings(cfg),
                                deletes=QueryTimeDeletes(DeleteRequestStore(store)))
 
     def ready(self) -> bool:
         return True
+
+    def start_pulling(self, querier_id: str, slots: int) -> None:
+        """Run `slots` loops that take sub-queries from the scheduler (querier.max_concurrent)."""
+        if self._pullers:
+            return
+        for slot in range(max(1, slots)):
+            thread = threading.Thread(target=self._pull_loop, args=(querier_id,), name=f"pull-{slot}", daemon=True)
+            thread.start()
+            self._pullers.append(thread)
+
+    def _pull_loop(self, querier_id: str) -> None:
+        scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+        incarnation = str(os.getpid())  # lets the scheduler requeue work of a dead predecessor
+        while True:
+            try:
+                assignment = ray.get(scheduler.dequeue.remote(querier_id, 1.0, incarnation))
+            except Exception:  # the scheduler restarts: wait for it
+                time.sleep(1.0)
+                scheduler = _try_actor(SCHEDULER_NAME) or scheduler
+                continue
+            if assignment is None:
+                continue
+            tenants, sub = assignment.item
+            try:
+                partial = self.querier.execute(tenants, sub)
+                partial.stats.extra["queue_seconds"] = assignment.queue_seconds
+            except Exception as err:  # noqa: BLE001 - errors travel back to the frontend
+                scheduler.fail.remote(assignment.ticket, err)
+                continue
+            scheduler.complete.remote(assignment.ticket, [ray.put(partial)])
+
+    def set_log_level(self, level: str) -> str:
+        return apply_level(level)
 
     def pid(self) -> int:
         return os.getpid()
@@ -52,6 +91,14 @@ class QuerierActor:
 
     def label_values(self, tenants, name, start, end, query) -> list[str]:
         return self.querier.label_values(tenants, name, start, end, query)
+
+
+
+def _try_actor(name: str):
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return None
 
 
 RemoteQuerier = ray.remote(QuerierActor)

@@ -15,6 +15,7 @@ import ray
 
 from svclog.actors.options import NAMESPACE
 from svclog.config import Config
+from svclog.log_level import apply_level
 from svclog.scheduler import (
     ActorPath,
     Assignment,
@@ -50,6 +51,9 @@ class SchedulerActor:
 
     def ready(self) -> bool:
         return True
+
+    def set_log_level(self, level: str) -> str:
+        return apply_level(level)
 
     def pid(self) -> int:
         return os.getpid()

@@ -8,6 +8,9 @@ from svclog.logql import ast
 from svclog.logql.engine.evaluator import evaluate
 from svclog.logql.engine.json_codec import result_to_json
 from svclog.logql.engine.params import QueryParams
+from svclog.logql.engine.result import QueryResult
+from svclog.logql.rewrite.subquery import ShardedSource, SubQuery
+from svclog.logql.source import SourceStats
 from svclog.logql.parser import parse, parse_selector
 from svclog.model import Labels, Matcher, ValidationError
 from svclog.querier.request import RangeRequest
@@ -40,23 +43,20 @@ class Querier:
                            deletes=self.deletes)
 
     def query(self, tenants: list[str], request: RangeRequest, queue_seconds: float = 0.0) -> dict:
-        """query or query_range: the `data` object of the response, stats included."""
-        expr = parse(request.query)
-        if request.instant and ast.is_log_query(expr):
-            raise ValidationError("log queries are not supported as an instant query type, please change "
-                                  "your query to a range query type")
-        if ast.is_log_query(expr) and request.limit > self.settings.max_entries_limit_per_query > 0:
-            raise ValidationError(f"max entries limit per query exceeded, limit > max_entries_limit "
-                                  f"({request.limit} > {self.settings.max_entries_limit_per_query})")
-        params = QueryParams(start=request.start, end=request.end, step=request.step,
-                             interval=request.interval, limit=request.limit, direction=request.direction,
-                             instant=request.instant)
-        source = self._source(tenants)
+        """query or query_range in one piece: the `data` object of the response, stats included."""
+        expr, params = prepare_query(request, self.settings.max_entries_limit_per_query)
         began = time.perf_counter()
-        result = evaluate(expr, params, source, max_series=self.settings.max_query_series)
-        data = result_to_json(result)
-        data["stats"] = build_stats(source.stats, time.perf_counter() - began, queue_seconds)
+        partial = self.execute(tenants, SubQuery(expr, params))
+        data = result_to_json(partial.result)
+        data["stats"] = build_stats(partial.stats, time.perf_counter() - began, queue_seconds)
         return data
+
+    def execute(self, tenants: list[str], sub: SubQuery) -> "PartialResult":
+        """One sub-query (a time piece and/or shard of a query) over store and ingesters."""
+        source = self._source(tenants)
+        shard_source = ShardedSource(source, sub.shard) if sub.shard else source
+        result = evaluate(sub.expr, sub.params, shard_source, max_series=self.settings.max_query_series)
+        return PartialResult(result, source.stats)
 
     def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]:
         if not selectors:
@@ -86,6 +86,27 @@ class Querier:
     def _series_for(self, tenants: list[str], start: int, end: int, query: str | None) -> list[Labels]:
         matchers = _matchers(query) if query else ()
         return list(self._source(tenants).select_series(matchers, start, end))
+
+
+@dataclass
+class PartialResult:
+    result: QueryResult
+    stats: SourceStats
+
+
+def prepare_query(request: RangeRequest, max_entries_limit: int) -> tuple[ast.Expr, QueryParams]:
+    """Parse and check a request the way the reference does before running it."""
+    expr = parse(request.query)
+    if request.instant and ast.is_log_query(expr):
+        raise ValidationError("log queries are not supported as an instant query type, please change "
+                              "your query to a range query type")
+    if ast.is_log_query(expr) and request.limit > max_entries_limit > 0:
+        raise ValidationError(f"max entries limit per query exceeded, limit > max_entries_limit "
+                              f"({request.limit} > {max_entries_limit})")
+    params = QueryParams(start=request.start, end=request.end, step=request.step,
+                         interval=request.interval, limit=request.limit, direction=request.direction,
+                         instant=request.instant)
+    return expr, params
 
 
 def _matchers(text: str) -> tuple[Matcher, ...]:

@@ -85,12 +85,13 @@ class FairQueue(Generic[T]):
         return Dequeued(ticket, tenant, tuple(path), item)
 
     def _node_for(self, tenant: str, path: ActorPath, adding: int) -> QueueNode[T]:
-        if self.tenant_length(tenant) + adding > self.max_outstanding_per_tenant:
+        queued = self.tenant_length(tenant)
+        if queued + adding > self.max_outstanding_per_tenant:
             self.discarded[tenant] = self.discarded.get(tenant, 0) + adding
             raise TooManyOutstandingRequests(
-                f"too many outstanding requests: tenant '{tenant}' already has {self.tenant_length(tenant)} "
-                f"queued sub-queries (limit query_scheduler.max_outstanding_requests_per_tenant = "
-                f"{self.max_outstanding_per_tenant})"
+                f"too many outstanding requests: tenant '{tenant}' has {queued} queued sub-queries and this "
+                f"query adds {adding}, over the limit of {self.max_outstanding_per_tenant} "
+                "(query_scheduler.max_outstanding_requests_per_tenant)"
             )
         return self._root.child(tenant).descend(path)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from svclog.scheduler.actor_path import ActorPath
+from svclog.scheduler.actor_path import ActorPath, limit_depth
 from svclog.scheduler.fair_queue import DEFAULT_MAX_LEVELS, DEFAULT_MAX_OUTSTANDING, FairQueue
 
 T = TypeVar("T")
@@ -96,6 +96,7 @@ class Scheduler(Generic[T]):
     def enqueue_many(self, tenant: str, path: ActorPath, items: Iterable[T]) -> list[int]:
         """All of a query's sub-queries at once, or none (TooManyOutstandingRequests, QueueDepthError)."""
         batch = list(items)
+        path = limit_depth(path, self.settings.max_queue_hierarchy_levels)  # as queued, for retries
         tickets = self.queue.enqueue_many(tenant, path, batch)
         now = self._clock()
         for ticket, item in zip(tickets, batch):

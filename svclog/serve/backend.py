@@ -22,8 +22,8 @@ class ServeBackend:
     async def push(self, tenant, body, content_type, content_encoding):
         return _raise_if_error(await self.distributor.push.remote(tenant, body, content_type, content_encoding))
 
-    async def query(self, tenants, request):
-        return _raise_if_error(await self.frontend.query.remote(tenants, request))
+    async def query(self, tenants, request, actor_path=()):
+        return _raise_if_error(await self.frontend.query.remote(tenants, request, actor_path))
 
     async def series(self, tenants, selectors, start, end):
         return _raise_if_error(await self.frontend.metadata.remote("series", tenants, selectors, start, end))

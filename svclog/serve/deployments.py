@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import threading
 import itertools
 import logging
@@ -15,6 +16,8 @@ from svclog.actors.options import NAMESPACE, PATTERN_INGESTER_NAME, querier_name
 from svclog.config import Config, config_to_yaml, limits_for
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
+from svclog.frontend.frontend import FrontendSettings, QueryFrontend
+from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.model import SvcError
 from svclog.serve.backend import ServeBackend
 from svclog.serve.codecs.push_columns import decode_push_columns
@@ -77,11 +80,43 @@ class DistributorDeployment:
 
 
 class QueryFrontendDeployment:
-    """Sends each query to a querier actor, retrying on another when one dies mid-query."""
+    """Plans queries into sub-queries, sends them through the fair scheduler to the queriers
+    and merges the partial results; metadata requests go to a querier directly."""
 
     def __init__(self, cfg: Config, num_queriers: int):
         self.queriers = [ray.get_actor(querier_name(i), namespace=NAMESPACE) for i in range(num_queriers)]
         self._next = itertools.count()
+        self.scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+        self.timeout = max(1.0, cfg.limits_config.query_timeout / 1e9)
+        self.frontend = QueryFrontend(FrontendSettings(
+            split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
+            shards=num_queriers if cfg.query_range.parallelise_shardable_queries else 1,
+            max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
+            max_query_series=cfg.limits_config.max_query_series))
+
+    async def query(self, tenants, request, actor_path=()):
+        try:
+            plan = self.frontend.plan(request)
+            began = time.perf_counter()
+            items = [(tenants, sub) for sub in plan.subqueries]
+            tickets = await self.scheduler.enqueue.remote("|".join(tenants), tuple(actor_path), items)
+            try:
+                boxed = await self.scheduler.results.remote(tickets, self.timeout)
+            except BaseException:
+                self.scheduler.cancel.remote(tickets)
+                raise
+            partials = list(await asyncio.gather(*(box[0] for box in boxed)))
+            queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
+            return self.frontend.respond(plan, partials, time.perf_counter() - began, queue)
+        except SvcError as err:
+            return ErrorReply.of(err)
+        except ray.exceptions.RayTaskError as err:
+            cause = getattr(err, "cause", None)
+            if isinstance(cause, SvcError):
+                return ErrorReply.of(cause)
+            if isinstance(cause, (TimeoutError, asyncio.TimeoutError)):
+                return ErrorReply(504, f"query timed out after {self.timeout:g}s")
+            raise
 
     async def _call(self, method: str, *args):
         attempts = len(self.queriers) + 1
@@ -99,9 +134,6 @@ class QueryFrontendDeployment:
                 last = err  # the querier died or restarts: try the next one
                 await asyncio.sleep(0.2)
         raise RuntimeError(f"no querier could answer: {last}")
-
-    async def query(self, tenants, request):
-        return await self._call("query", tenants, request)
 
     async def metadata(self, method: str, *args):
         return await self._call(method, *args)

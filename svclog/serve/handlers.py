@@ -17,6 +17,7 @@ from svclog.frontend import params as qp
 from svclog.logql.printer import format_query
 from svclog.model import NotFoundError, SvcError, ValidationError, parse_tenants, single_tenant
 from svclog.querier.volume import validate_aggregate_by
+from svclog.scheduler.actor_path import actor_path_from_headers
 from svclog.serve.errors import BodyTooLarge, error_response
 from svclog.serve.legacy import legacy_query_body
 from svclog.serve.request_params import read_params
@@ -43,14 +44,13 @@ def _json(data: Any, status: int = 200) -> Response:
 
 class Handlers:
     def __init__(self, backend: Backend, *, auth_enabled: bool, multi_tenant_queries: bool,
-                 max_body_bytes: int, config_yaml: Any = None, services: Any = None,
+                 max_body_bytes: int, config_yaml: Any = None,
                  volume_enabled: bool = True):
         self.backend = backend
         self.auth_enabled = auth_enabled
         self.multi_tenant_queries = multi_tenant_queries
         self.max_body_bytes = max_body_bytes
         self.config_yaml = config_yaml  # callable(mode) -> str
-        self.services = services  # callable() -> list[(name, state)]
         self.volume_enabled = volume_enabled
 
     # ------------------------------------------------------------ tenants
@@ -94,7 +94,7 @@ class Handlers:
             params = await read_params(request)
             form = {k: v for k, v in reversed(params.pairs)}
             req = qp.instant_request(form) if instant else qp.range_request(form)
-            data = await self.backend.query(tenants, req)
+            data = await self.backend.query(tenants, req, actor_path_from_headers(request.headers))
             telemetry.record_query(endpoint, 200, time.perf_counter() - began)
             return _json({"status": "success", "data": data})
         except SvcError as err:
@@ -197,9 +197,6 @@ class Handlers:
 
     # ------------------------------------------------------------ status and admin
 
-    async def ready(self, request: Request) -> Response:
-        return PlainTextResponse("ready\n")
-
     async def metrics(self, request: Request) -> Response:
         try:
             stats = await self.backend.ingester_stats()
@@ -221,11 +218,8 @@ class Handlers:
         if mode not in (None, "", "diffs", "defaults"):
             return PlainTextResponse("invalid mode: use diffs or defaults\n", status_code=400)
         text = self.config_yaml(mode or None) if self.config_yaml else ""
-        return PlainTextResponse(text, media_type="text/plain; charset=utf-8")
-
-    async def services_list(self, request: Request) -> Response:
-        rows = self.services() if self.services else []
-        return PlainTextResponse("".join(f"{name} => {state}\n" for name, state in rows))
+        wants_yaml = "application/yaml" in request.headers.get("accept", "")
+        return PlainTextResponse(text, media_type="application/yaml" if wants_yaml else "text/plain; charset=utf-8")
 
 
 def _first_values(params) -> dict[str, str]:
