@@ -89,8 +89,8 @@ class IngesterPool:
         return results
 
     def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
-               shard: tuple[int, int] | None) -> tuple[list[tuple[Labels, pa.Table]], int]:
-        results = self._fan_out("select", tenant, matchers, start, end, shard)
+               shard: tuple[int, int] | None, line_filters: tuple = ()) -> tuple[list[tuple[Labels, pa.Table]], int]:
+        results = self._fan_out("select", tenant, matchers, start, end, shard, line_filters)
         return [item for result in results for item in result], len(results)
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]:

@@ -1,19 +1,28 @@
 """Ray host of an Ingester: WAL replay on (re)start, ring registration, flush and heartbeat loop."""
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import signal
 import threading
 
 import ray
 
+from svclog.actors.clients import RingClient
 from svclog.actors.options import NAMESPACE, RING_NAME
-from svclog.config import Config, object_store_uri, wal_dir
+from svclog.config import Config, limits_for, object_store_uri, wal_dir
 from svclog.ingester.ingester import Ingester, IngesterSettings
+from svclog.ingester.instance import local_stream_limit
+from svclog.ingester.lifecycle import Identity, IngesterLifecycle, ShutdownMarker, TokenFile, token_file_path
+from svclog.log_level import apply_level
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.objstore import ObjectStore
 
 log = logging.getLogger(__name__)
+# Tail long-polls block a thread each: their own concurrency group keeps them from starving pushes.
+TAIL_GROUP = "tail"
+TAIL_GROUP_THREADS = 64
 
 
 def ingester_settings(cfg: Config, instance_id: str) -> IngesterSettings:
@@ -37,14 +46,17 @@ class IngesterActor:
         store = ObjectStore(object_store_uri(cfg))
         chunks = ChunkStore(store, encoding=_chunk_codec(cfg.ingester.chunk_encoding),
                             block_bytes=cfg.ingester.chunk_block_size)
-        self.ingester = Ingester(ingester_settings(cfg, instance_id), chunks)
+        self._ring_client = RingClient(ttl=5.0)
+        self.ingester = Ingester(ingester_settings(cfg, instance_id), chunks, stream_limit=self._stream_limit)
         self.node = ray.get_runtime_context().get_node_id()
         self.ring = ray.get_actor(RING_NAME, namespace=NAMESPACE)
-        ray.get(self.ring.register.remote(instance_id, instance_id, self.node,
-                                          cfg.ingester.lifecycler.num_tokens))
         self._stop = threading.Event()
         self._loop = threading.Thread(target=self._background, name="flush-loop", daemon=True)
+        self.lifecycle = ingester_lifecycle(cfg, instance_id, self.node, _RayRing(self.ring), self.ingester,
+                                            self.ingester.settings.wal_dir, self._stop_background)
+        self.lifecycle.join()
         self._loop.start()
+        _install_signal_hook(self)
 
     def _background(self) -> None:
         period = max(0.5, self.cfg.ingester.flush_check_period / 1e9)
@@ -60,8 +72,19 @@ class IngesterActor:
                     elapsed = 0.0
                     self.ingester.flush()
                     self.ingester.maybe_checkpoint()
+                self.ingester.tails.expire()
             except Exception:
                 log.exception("ingester background loop")
+
+    def _stream_limit(self, tenant: str) -> int:
+        """This ingester's share of the tenant's stream limits (per-tenant overrides applied)."""
+        limits = limits_for(self.cfg, tenant)
+        try:
+            healthy = len(self._ring_client.get().healthy_members())
+        except (ray.exceptions.RayError, TimeoutError):  # ring unreachable: the local limit only
+            healthy = 0
+        return local_stream_limit(limits.max_streams_per_user, limits.max_global_streams_per_user,
+                                  healthy, self.cfg.common.replication_factor)
 
     # ------------------------------------------------------------ remote API
 
@@ -71,8 +94,8 @@ class IngesterActor:
     def push(self, tenant, streams) -> None:
         self.ingester.push(tenant, streams)
 
-    def select(self, tenant, matchers, start, end, shard):
-        return self.ingester.select(tenant, matchers, start, end, shard)
+    def select(self, tenant, matchers, start, end, shard, line_filters=()):
+        return self.ingester.select(tenant, matchers, start, end, shard, line_filters)
 
     def series(self, tenant, matchers, start, end):
         return self.ingester.series(tenant, matchers, start, end)
@@ -88,10 +111,118 @@ class IngesterActor:
         return {"memory_chunks": self.ingester.memory_chunks(), "pushed_lines": s.pushed_lines,
                 "pushed_bytes": s.pushed_bytes, "flushed_chunks": s.flushed_chunks,
                 "flush_failures": s.flush_failures, "replayed_records": s.replayed_records,
-                "pid": os.getpid()}
+                "tail_subscriptions": len(self.ingester.tails), "pid": os.getpid()}
 
     def pid(self) -> int:
         return os.getpid()
+
+    # ------------------------------------------------------------ admin (svclog/serve/admin_routes.py)
+
+    def service_state(self) -> str:
+        return self.lifecycle.state.value
+
+    def prepare_shutdown(self, action: str = "get") -> bool:
+        """action "set" | "unset" | "get"; returns whether prepare-shutdown is set afterwards."""
+        if action in ("set", "unset"):
+            self.lifecycle.set_prepare_shutdown(action == "set")
+        return self.lifecycle.prepare_shutdown()
+
+    def shutdown(self, flush: bool = True, delete_ring_tokens: bool = False, terminate: bool = False) -> dict:
+        """Leave the ring (flushing first when asked); with terminate the actor process exits after."""
+        report = self.lifecycle.shutdown(flush=flush, delete_tokens=delete_ring_tokens)
+        if terminate:
+            self.terminate()
+        return dataclasses.asdict(report)
+
+    def terminate(self) -> None:
+        """End this actor for good (an intentional exit: Ray does not restart it)."""
+        self.ingester.close()
+        ray.actor.exit_actor()
+
+    def set_log_level(self, level: str) -> str:
+        return apply_level(level)
+
+    def _stop_background(self) -> None:
+        self._stop.set()
+        if self._loop.is_alive() and self._loop is not threading.current_thread():
+            self._loop.join(RING_CALL_TIMEOUT_S)
+
+    # ------------------------------------------------------------ tail (see svclog/ingester/tail.py)
+
+    @ray.method(concurrency_group=TAIL_GROUP)
+    def tail_subscribe(self, tenant: str, query_text: str, sub_id: str) -> str:
+        return self.ingester.tails.subscribe(tenant, query_text, sub_id)
+
+    @ray.method(concurrency_group=TAIL_GROUP)
+    def tail_poll(self, sub_id: str, max_wait_s: float):
+        """(entries, dropped) within max_wait_s; None when the subscription is unknown (re-subscribe)."""
+        return self.ingester.tails.poll(sub_id, max_wait_s)
+
+    @ray.method(concurrency_group=TAIL_GROUP)
+    def tail_close(self, sub_id: str) -> bool:
+        return self.ingester.tails.close(sub_id)
+
+
+# ------------------------------------------------------------ lifecycle (svclog/ingester/lifecycle.py)
+
+RING_CALL_TIMEOUT_S = 30.0
+SIGNAL_SHUTDOWN_TIMEOUT_S = 300.0
+
+
+class _RayRing:
+    """RingMembership over the ring actor (blocking calls with a timeout)."""
+
+    def __init__(self, actor):
+        self.actor = actor
+
+    def register(self, member_id: str, address: str, node: str, tokens: tuple[int, ...]) -> None:
+        ray.get(self.actor.register.remote(member_id, address, node, len(tokens), tokens), timeout=RING_CALL_TIMEOUT_S)
+
+    def set_state(self, member_id: str, state: str) -> None:
+        ray.get(self.actor.set_state.remote(member_id, state), timeout=RING_CALL_TIMEOUT_S)
+
+    def forget(self, member_id: str) -> bool:
+        return ray.get(self.actor.forget.remote(member_id), timeout=RING_CALL_TIMEOUT_S)
+
+
+def ingester_lifecycle(cfg: Config, instance_id: str, node: str, ring, ingester, wal_path: str,
+                       stop_background) -> IngesterLifecycle:
+    lc = cfg.ingester.lifecycler
+    marker_dir = os.path.join(cfg.ingester.shutdown_marker_path, instance_id) if (
+        cfg.ingester.shutdown_marker_path) else wal_path
+    return IngesterLifecycle(Identity(instance_id, instance_id, node, lc.num_tokens), ring, ingester,
+                             ShutdownMarker(marker_dir), TokenFile(token_file_path(lc.tokens_file_path, instance_id)),
+                             stop_background=stop_background)
+
+
+def _install_signal_hook(actor: IngesterActor) -> None:
+    """On SIGTERM/SIGINT: the lifecycle's shutdown (leave + flush when prepare-shutdown is set), then
+    Ray's own handler. The work runs on a thread (Ray calls from a signal handler could deadlock)."""
+    if threading.current_thread() is not threading.main_thread():
+        log.warning("ingester %s: not on the main thread, no shutdown signal hook", actor.instance_id)
+        return
+    cfg = actor.cfg
+
+    def run() -> None:
+        try:
+            actor.lifecycle.on_signal(cfg.ingester.wal.flush_on_shutdown, cfg.ingester.lifecycler.unregister_on_shutdown)
+        except Exception:
+            log.exception("ingester %s: shutdown on signal", actor.instance_id)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(signum)
+
+        def handler(sig, frame, previous=previous):
+            worker = threading.Thread(target=run, name="shutdown-on-signal", daemon=True)
+            worker.start()
+            worker.join(SIGNAL_SHUTDOWN_TIMEOUT_S)
+            if callable(previous):
+                previous(sig, frame)
+            elif previous == signal.SIG_DFL:
+                signal.signal(sig, signal.SIG_DFL)
+                os.kill(os.getpid(), sig)
+
+        signal.signal(signum, handler)
 
 
 def _chunk_codec(encoding: str) -> str:
@@ -99,4 +230,4 @@ def _chunk_codec(encoding: str) -> str:
         str(encoding).lower(), "zstd")
 
 
-RemoteIngester = ray.remote(IngesterActor)
+RemoteIngester = ray.remote(concurrency_groups={TAIL_GROUP: TAIL_GROUP_THREADS})(IngesterActor)

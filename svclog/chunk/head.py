@@ -16,6 +16,13 @@ def sort_dedupe(table: pa.Table) -> pa.Table:
     """
     if table.num_rows < 2:
         return table.combine_chunks()
+    table = table.combine_chunks()
+    ts = table.column("ts").chunk(0)
+    if not pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py():
+        table = table.take(pc.sort_indices(ts))  # int64 sort: cheap; lines only break ties below
+        ts = table.column("ts").chunk(0)
+    if not pc.any(pc.equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py():
+        return table  # strictly increasing: nothing to de-duplicate, order already canonical
     table = table.take(pc.sort_indices(table, sort_keys=[("ts", "ascending"), ("line", "ascending")]))
     table = table.combine_chunks()
     ts = table.column("ts").chunk(0)

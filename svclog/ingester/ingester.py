@@ -5,18 +5,21 @@ state changes happen under one lock while uploads run outside it.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Protocol
 
 import pyarrow as pa
 
 from svclog.chunk.head import SealedChunk
 from svclog.ingester.instance import TenantInstance
+from svclog.ingester.tail import TailRegistry
 from svclog.ingester.wal import WAL
-from svclog.model import Labels, LimitError, Matcher, StreamColumns
+from svclog.model import Labels, Matcher, StreamColumns
 
 log = logging.getLogger(__name__)
 MINUTE = 60 * 1_000_000_000
@@ -48,11 +51,14 @@ class IngesterStats:
 
 
 class Ingester:
-    def __init__(self, settings: IngesterSettings, writer: ChunkWriter):
+    def __init__(self, settings: IngesterSettings, writer: ChunkWriter,
+                 stream_limit: Callable[[str], int] | None = None):
         self.settings = settings
         self.writer = writer
+        self.stream_limit = stream_limit  # tenant -> this ingester's active stream limit (0: none)
         self.tenants: dict[str, TenantInstance] = {}
         self.stats = IngesterStats()
+        self.tails = TailRegistry()
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
         self._last_checkpoint = time.monotonic()
@@ -68,34 +74,35 @@ class Ingester:
             return
         with self._lock:
             instance = self._instance(tenant)
-            self._check_stream_limit(instance, streams)
-            if self.wal is not None:
-                self.wal.append((tenant, [(s.labels.items, s.ts, s.lines, s.metadata) for s in streams]))
-            lines, size = instance.push(streams, time.time_ns())
-            self.stats.pushed_lines += lines
-            self.stats.pushed_bytes += size
-
-    def _check_stream_limit(self, instance: TenantInstance, streams: list[StreamColumns]) -> None:
-        # Checked before the WAL write so a refused push leaves no trace to replay.
-        if instance.max_streams:
-            new = {s.labels for s in streams if s.labels not in instance.streams}
-            if new and len(instance.streams) + len(new) > instance.max_streams:
-                raise LimitError(f"Maximum active stream limit exceeded for tenant '{instance.tenant}' "
-                                 f"({instance.max_streams} streams)")
+            # The stream limit is applied before the WAL write, so refused streams leave nothing to replay.
+            streams, refused = instance.admit(streams)
+            if streams:
+                if self.wal is not None:
+                    self.wal.append((tenant, [(s.labels.items, s.ts, s.lines, s.metadata) for s in streams]))
+                lines, size = instance.push(streams, time.time_ns())
+                self.stats.pushed_lines += lines
+                self.stats.pushed_bytes += size
+        if streams and self.tails.active:  # outside the lock: tail pipelines must not hold up pushes and reads
+            self.tails.offer(tenant, streams)
+        if refused is not None:
+            raise refused
 
     def _instance(self, tenant: str) -> TenantInstance:
         instance = self.tenants.get(tenant)
         if instance is None:
-            instance = self.tenants[tenant] = TenantInstance(tenant, self.settings.max_streams_per_tenant)
+            limit = self.settings.max_streams_per_tenant
+            if self.stream_limit is not None:
+                limit = functools.partial(self.stream_limit, tenant)
+            instance = self.tenants[tenant] = TenantInstance(tenant, limit)
         return instance
 
     # ------------------------------------------------------------ read path
 
     def select(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
-               shard: tuple[int, int] | None = None) -> list[tuple[Labels, pa.Table]]:
+               shard: tuple[int, int] | None = None, line_filters: tuple = ()) -> list[tuple[Labels, pa.Table]]:
         with self._lock:
             instance = self.tenants.get(tenant)
-            return instance.select(matchers, start, end, shard) if instance else []
+            return instance.select(matchers, start, end, shard, line_filters) if instance else []
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
         with self._lock:

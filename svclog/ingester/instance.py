@@ -1,32 +1,80 @@
-"""TenantInstance: one tenant's streams inside an ingester, found by label set."""
+"""TenantInstance: one tenant's streams inside an ingester, found by label set, and its stream limit."""
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.ingester.stream import MemoryStream
+from svclog.chunk.pushdown import apply_line_filters
 from svclog.model import Labels, LimitError, Matcher, StreamColumns, labels_match
 
 
+class StreamLimitError(LimitError):
+    """A new stream would exceed the tenant's active stream limit (429, as the reference)."""
+
+    status = 429
+
+
+def local_stream_limit(max_streams_per_user: int, max_global_streams_per_user: int,
+                       healthy_ingesters: int, replication_factor: int) -> int:
+    """The per-ingester stream limit, 0 for none: the smaller non-zero of the local limit and
+    the global one spread over the healthy ingesters, times the replication factor (each
+    stream lives on rf of them). With no healthy ingester known the global limit is skipped."""
+    spread = 0
+    if max_global_streams_per_user > 0 and healthy_ingesters > 0:
+        spread = int(max_global_streams_per_user / healthy_ingesters * max(1, replication_factor))
+    limits = [n for n in (max_streams_per_user, spread) if n > 0]
+    return min(limits) if limits else 0
+
+
 class TenantInstance:
-    def __init__(self, tenant: str, max_streams: int = 0):
+    def __init__(self, tenant: str, max_streams: int | Callable[[], int] = 0):
         self.tenant = tenant
-        self.max_streams = max_streams
+        self._max_streams = max_streams  # a number, or a callable read when new streams arrive
         self.streams: dict[Labels, MemoryStream] = {}
 
+    @property
+    def max_streams(self) -> int:
+        limit = self._max_streams
+        return int(limit() if callable(limit) else limit)
+
+    def admit(self, streams: list[StreamColumns]) -> tuple[list[StreamColumns], StreamLimitError | None]:
+        """Split a push into the streams that fit the active stream limit and the error for the rest.
+
+        As the reference does, known streams always pass and new ones are taken in order until
+        the limit; everything refused is reported by one error naming the first refused stream.
+        """
+        if all(s.labels in self.streams for s in streams):
+            return streams, None
+        limit = self.max_streams
+        if not limit:
+            return streams, None
+        accepted: list[StreamColumns] = []
+        refused: list[StreamColumns] = []
+        created: set[Labels] = set()
+        for data in streams:
+            if data.labels in self.streams or data.labels in created:
+                accepted.append(data)
+            elif len(self.streams) + len(created) < limit:
+                created.add(data.labels)
+                accepted.append(data)
+            else:
+                refused.append(data)
+        if not refused:
+            return accepted, None
+        return accepted, StreamLimitError(
+            f"Maximum active stream limit exceeded when trying to create stream {refused[0].labels}, "
+            f"reduce the number of active streams (reduce labels or reduce label values), or contact "
+            f"your Loki administrator to see if the limit can be increased, user: '{self.tenant}'")
+
     def push(self, streams: Iterable[StreamColumns], now_ns: int) -> tuple[int, int]:
-        """Append entries; returns (lines, bytes). New streams beyond the limit are refused."""
+        """Append entries; returns (lines, bytes). Limits are the caller's (`admit`): WAL replay skips them."""
         lines = size = 0
         for data in streams:
             stream = self.streams.get(data.labels)
             if stream is None:
-                if self.max_streams and len(self.streams) >= self.max_streams:
-                    raise LimitError(
-                        f"Maximum active stream limit exceeded, reduce the number of active streams "
-                        f"(reduce labels or reduce label values), or contact your administrator to see "
-                        f"if the limit can be increased, user: '{self.tenant}'")
                 stream = self.streams[data.labels] = MemoryStream(data.labels, now_ns)
             raw = data.raw_bytes()
             stream.append(data.ts, data.lines, data.metadata, raw, now_ns)
@@ -43,12 +91,14 @@ class TenantInstance:
                 yield stream
 
     def select(self, matchers: Iterable[Matcher], start: int, end: int,
-               shard: tuple[int, int] | None = None) -> list[tuple[Labels, pa.Table]]:
+               shard: tuple[int, int] | None = None, line_filters: tuple = ()) -> list[tuple[Labels, pa.Table]]:
         out = []
         for stream in self.matching(matchers, shard):
             tables = stream.tables(start, end)
             if tables:
-                out.append((stream.labels, pa.concat_tables(tables) if len(tables) > 1 else tables[0]))
+                table = apply_line_filters(pa.concat_tables(tables) if len(tables) > 1 else tables[0], line_filters)
+                if table.num_rows:
+                    out.append((stream.labels, table))
         return out
 
     def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:

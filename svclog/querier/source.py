@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from svclog.chunk.format import CHUNK_SCHEMA
 from svclog.chunk.head import sort_dedupe
+from svclog.chunk.pushdown import apply_line_filters
 from svclog.logql.source import SelectRequest, SourceStats, StreamBlock
 from svclog.model import Labels, Matcher, labels_match
 from svclog.storage.chunk_store import ChunkStore, FetchStats
@@ -25,7 +26,7 @@ TENANT_LABEL = "__tenant_id__"
 
 class IngesterReader(Protocol):
     def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
-               shard: tuple[int, int] | None) -> tuple[list[tuple[Labels, pa.Table]], int]:
+               shard: tuple[int, int] | None, line_filters: tuple = ()) -> tuple[list[tuple[Labels, pa.Table]], int]:
         """Unflushed entries of matching streams from every ingester, and how many answered."""
         ...
 
@@ -92,7 +93,8 @@ class StoreSource:
         parts: dict[Labels, list[pa.Table]] = {}
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
         if self._ingesters_wanted(request.end):
-            found, reached = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard)
+            found, reached = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard,
+                                                   request.line_filters)
             self.stats.ingester_reached += reached
             for labels, table in found:
                 parts.setdefault(labels, []).append(table)
@@ -106,9 +108,11 @@ class StoreSource:
                 data = self.chunks.fetch(ref, request.start, request.end, fetch)
                 if len(data):
                     table = pa.Table.from_arrays([data.ts, data.line, data.metadata], schema=CHUNK_SCHEMA)
-                    parts.setdefault(labels, []).append(table)
                     self.stats.store_lines += table.num_rows
                     self.stats.store_bytes += _line_bytes(table)
+                    table = apply_line_filters(table, request.line_filters)
+                    if table.num_rows:
+                        parts.setdefault(labels, []).append(table)
         self.stats.store_chunks_downloaded += fetch.chunks_downloaded
         self.stats.store_compressed_bytes += fetch.compressed_bytes
         self.stats.store_download_seconds += fetch.download_seconds

@@ -16,8 +16,9 @@ class Replicas:
     def __init__(self, ingesters):
         self.ingesters = ingesters
 
-    def select(self, tenant, matchers, start, end, shard):
-        found = [item for ing in self.ingesters for item in ing.select(tenant, matchers, start, end, shard)]
+    def select(self, tenant, matchers, start, end, shard, line_filters=()):
+        found = [item for ing in self.ingesters
+                 for item in ing.select(tenant, matchers, start, end, shard, line_filters)]
         return found, len(self.ingesters)
 
     def series(self, tenant, matchers, start, end):
@@ -75,3 +76,16 @@ def test_series_from_both_places(tmp_path):
     _push(ings[:1], "t", "new", [2], ["y"])
     source = StoreSource(["t"], IndexReader(store), chunks, Replicas(ings[:1]))
     assert [s.get("app") for s in source.select_series((), 0, 10)] == ["new", "old"]
+
+
+def test_line_filters_are_pushed_to_ingesters_and_chunks(tmp_path):
+    from svclog.logql.ast import FilterValue, LineFilter
+
+    store, chunks, ings = _setup(tmp_path)
+    _push(ings[:1], "t", "a", [1, 2], ["keep error", "drop"])
+    ings[0].flush(force=True)
+    _push(ings[:1], "t", "a", [3, 4], ["error again", "nope"])
+    source = StoreSource(["t"], IndexReader(store), chunks, Replicas(ings[:1]))
+    hint = (LineFilter("|=", (FilterValue("error"),)),)
+    (block,) = source.select_logs(SelectRequest((Matcher("app", MatchType.EQ, "a"),), 0, 10, line_filters=hint))
+    assert block.line.to_pylist() == ["keep error", "error again"]
