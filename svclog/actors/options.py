@@ -8,14 +8,32 @@ Restart policy, chosen deliberately:
   another querier.
 - the ring restarts too; members re-register on their next heartbeat.
 Fractional CPUs let the whole single-node topology fit a 2-core laptop.
+
+Placement on a multi-node cluster (see docs/deployment.md): ingesters are pinned round-robin
+to distinct alive nodes with a *soft* NodeAffinitySchedulingStrategy, preferring nodes that
+advertise the custom resource `svclog_write` (queriers: `svclog_read`; compactor, ruler and
+pattern ingester: `svclog_backend`). Affinity rather than Ray's "SPREAD": SPREAD is a
+best-effort round-robin shared with every other SPREAD request in the cluster (Serve replicas
+use it), so two ingesters can land on one node; affinity makes "ingester i on node i mod n"
+exact, and `soft=True` lets Ray restart an ingester elsewhere when its node dies. On a
+single node (or without Ray initialised) no strategy is set and Ray's default applies.
 """
 from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 NAMESPACE = "svclog"
 RING_NAME = "ring"
 COMPACTOR_NAME = "compactor"
 PATTERN_INGESTER_NAME = "pattern-ingester"
 RULER_NAME = "ruler-0"
+# Custom resources that cluster.yaml's node types advertise (svclog targets node types by them).
+READ_RESOURCE = "svclog_read"
+WRITE_RESOURCE = "svclog_write"
+BACKEND_RESOURCE = "svclog_backend"
 
 
 def ingester_name(index: int) -> str:
@@ -31,29 +49,60 @@ def ring_options() -> dict:
             "max_task_retries": 3, "get_if_exists": True}
 
 
+def choose_node(nodes: Iterable[Mapping], resource: str, index: int, num_cpus: float = 0.0,
+                tagged_only: bool = False) -> str | None:
+    """Node id for replica `index` of a role: round-robin over alive nodes that can host it.
+
+    `nodes` is `ray.nodes()`. Nodes advertising `resource` are preferred; when none do, every
+    alive node with enough CPUs is a candidate (unless `tagged_only`). None when there is
+    nothing to spread over (fewer than two untagged candidates): Ray's default then applies.
+    """
+    alive = [n for n in nodes if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= num_cpus]
+    tagged = [n for n in alive if n.get("Resources", {}).get(resource, 0) > 0]
+    if tagged:
+        pool = sorted(n["NodeID"] for n in tagged)
+    elif tagged_only or len(alive) < 2:
+        return None
+    else:
+        pool = sorted(n["NodeID"] for n in alive)
+    return pool[index % len(pool)]
+
+
+def placement(resource: str, index: int, num_cpus: float, tagged_only: bool = False) -> dict:
+    """Actor options pinning replica `index` of a role to a node (soft: survives node loss)."""
+    if not ray.is_initialized():
+        return {}
+    node = choose_node(ray.nodes(), resource, index, num_cpus, tagged_only)
+    return {} if node is None else {"scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=True)}
+
+
 def ingester_options(index: int, num_cpus: float) -> dict:
     return {"name": ingester_name(index), "namespace": NAMESPACE, "num_cpus": num_cpus,
-            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 16, "get_if_exists": True}
+            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 16, "get_if_exists": True,
+            **placement(WRITE_RESOURCE, index, num_cpus)}
 
 
 def compactor_options(num_cpus: float = 0.1) -> dict:
     # threaded: the delete API answers while a compaction pass runs (the Compactor locks what it shares)
     return {"name": COMPACTOR_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus, "max_restarts": -1,
-            "max_task_retries": 0, "max_concurrency": 8, "get_if_exists": True}
+            "max_task_retries": 0, "max_concurrency": 8, "get_if_exists": True,
+            **placement(BACKEND_RESOURCE, 0, num_cpus, tagged_only=True)}
 
 
 def querier_options(index: int, num_cpus: float, max_concurrent: int) -> dict:
     return {"name": querier_name(index), "namespace": NAMESPACE, "num_cpus": num_cpus,
             "max_restarts": -1, "max_task_retries": 0, "max_concurrency": max(1, max_concurrent),
-            "get_if_exists": True}
+            "get_if_exists": True, **placement(READ_RESOURCE, index, num_cpus, tagged_only=True)}
 
 
 def pattern_ingester_options(num_cpus: float = 0.1) -> dict:
     """Restart forever (state is rebuilt from new pushes); no task retries for pushes."""
     return {"name": PATTERN_INGESTER_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus,
-            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True}
+            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True,
+            **placement(BACKEND_RESOURCE, 0, num_cpus, tagged_only=True)}
 
 
 def ruler_options() -> dict:
     return {"name": RULER_NAME, "namespace": NAMESPACE, "num_cpus": 0.05, "max_restarts": -1,
-            "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True}
+            "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True,
+            **placement(BACKEND_RESOURCE, 0, 0.05, tagged_only=True)}

@@ -77,9 +77,10 @@ class RayConfig:
     namespace: str = "svclog"
     num_ingesters: int | None = None  # None = max(1, common.replication_factor)
     num_queriers: int = 2
-    ingester_num_cpus: float = 0.25
-    querier_num_cpus: float = 0.25
-    serve_num_cpus: float = 0.25
-    scheduler_num_cpus: float = 0.1
+    # Declared (not enforced) shares: the whole single-node topology must fit 2 CPUs.
+    ingester_num_cpus: float = 0.2
+    querier_num_cpus: float = 0.2
+    serve_num_cpus: float = 0.2
+    scheduler_num_cpus: float = 0.05
     dashboard: bool = False
     object_store_memory: int | None = field(default=None, metadata={"kind": BYTES})  # None = Ray's default
