@@ -10,7 +10,9 @@ from typing import Any
 
 import ray
 
+from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RULER_NAME
+from svclog.serve.errors import ErrorReply
 
 _state: dict[str, Any] = {}
 
@@ -61,3 +63,35 @@ def pattern_actor() -> Any | None:
 async def push_streams(tenant: str, streams: list) -> Any:
     """Push already-decoded streams (OTLP) through the distributor deployment."""
     return await _state["distributor"].push_decoded.remote(tenant, streams)
+
+
+# ---------------------------------------------------------------- tail (svclog/serve/tail_routes.py)
+
+def set_query_frontend(frontend: Any) -> None:
+    _state["frontend"] = frontend
+
+
+async def query_logs(tenants: list[str], request: Any) -> dict:
+    """A query through the query-frontend deployment (the tail's replay of [start, now))."""
+    reply = await _state["frontend"].query.remote(tenants, request)
+    if isinstance(reply, ErrorReply):
+        reply.raise_()
+    return reply
+
+
+def ingester_pool() -> Any:
+    """This replica's IngesterPool (ring snapshot + ingester actor handles), made on first use."""
+    if "ingester_pool" not in _state:
+        _state["ingester_pool"] = IngesterPool(RingClient(), config().common.replication_factor)
+    return _state["ingester_pool"]
+
+
+# ---------------------------------------------------------------- admin (svclog/serve/admin_routes.py)
+
+def admin() -> Any:
+    """This replica's admin backend (component probes, ingester shutdown, ring pages), made on first use."""
+    if "admin" not in _state:
+        from svclog.serve.admin_backend import RayAdmin  # the gateway only: it pulls in the ruler host
+
+        _state["admin"] = RayAdmin(config())
+    return _state["admin"]

@@ -1,0 +1,316 @@
+"""`GET /svc/api/v1/tail` (and aliases) over WebSocket: replay of [start, now), then live entries.
+
+A tail session, in the gateway replica that accepted the socket:
+1. validates the request (tenant, query, delay_for, limit, start) and answers 400 before
+   upgrading when it is wrong;
+2. subscribes the query on every ingester of the ring (one id for all of them), then
+   replays the newest `limit` matching entries of [start, now) through the query
+   frontend, sent oldest first; subscribing first means no entry falls between the two;
+3. follows each ingester with a long-poll loop into a small bounded queue; a sender merges
+   the batches (replica copies and replay overlaps dropped, `delay_for` applied) and
+   writes messages. A slow client stops the pollers, so entries pile up only in the
+   ingesters' bounded buffers, which record what they drop (`dropped_entries`).
+On disconnect the subscriptions are closed; if the gateway dies they expire in the ingesters.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from svclog.config import limits_for
+from svclog.frontend.params import range_request
+from svclog.ingester.tail import MergeSettings, PollResult, TailEntry, TailMerger, tail_message
+from svclog.logql.parser import parse_log_query
+from svclog.model import NS, Labels, LimitError, SvcError, ValidationError, now_ns, parse_timestamp, single_tenant
+from svclog.serve.errors import error_response
+
+log = logging.getLogger("svclog")
+
+TAIL_PATHS = ("/svc/api/v1/tail", "/loki/api/v1/tail", "/api/legacy/tail", "/api/prom/tail")
+MAX_DELAY_FOR_S = 5
+DEFAULT_LIMIT = 100
+POLL_WAIT_S = 2.0  # an idle long-poll returns after this long (entries end it at once)
+QUEUE_BATCHES = 4  # poll answers waiting to be sent, per session: the gateway's memory bound
+RING_REFRESH_S = 5.0  # how often a session looks for ingesters that joined or left the ring
+RETRY_S = 1.0  # pause before re-subscribing to an ingester that failed or restarted
+NEEDS_UPGRADE = "bad request: the tail endpoint speaks WebSocket only (send Connection: Upgrade, Upgrade: websocket)"
+
+Query = Callable[[list[str], Any], Awaitable[dict]]
+_active: dict[str, int] = {}  # open tails per tenant in this gateway replica
+
+
+@dataclass(frozen=True)
+class TailRequest:
+    tenant: str
+    query: str
+    delay_for: int  # seconds
+    limit: int
+    start: int  # ns
+
+
+def parse_tail_request(params: Mapping[str, str], org_id: str | None, auth_enabled: bool,
+                       now: int | None = None) -> TailRequest:
+    tenant = single_tenant(org_id, auth_enabled=auth_enabled)  # several tenants -> 400
+    query = params.get("query")
+    if not query:
+        raise ValidationError("query parameter is required")
+    parse_log_query(query)  # a metric query or bad syntax -> 400
+    delay_for = _int_param(params, "delay_for", 0)
+    if delay_for < 0:
+        raise ValidationError("delay_for must not be negative")
+    if delay_for > MAX_DELAY_FOR_S:
+        raise ValidationError(f"delay_for can't be greater than {MAX_DELAY_FOR_S}")
+    limit = _int_param(params, "limit", DEFAULT_LIMIT)
+    if limit <= 0:
+        raise ValidationError("limit must be a positive value")
+    now = now_ns() if now is None else now
+    start = parse_timestamp(params.get("start"), now - 3600 * NS)
+    return TailRequest(tenant, query, delay_for, limit, start)
+
+
+def _int_param(params: Mapping[str, str], name: str, default: int) -> int:
+    text = params.get(name)
+    if text in (None, ""):
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValidationError(f"invalid {name} {text!r}: must be an integer") from None
+
+
+class IngesterTail:
+    """The tail calls to one ingester actor (its `tail_*` methods)."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    async def subscribe(self, tenant: str, query: str, sub_id: str) -> None:
+        await self.handle.tail_subscribe.remote(tenant, query, sub_id)
+
+    async def poll(self, sub_id: str, max_wait_s: float) -> PollResult | None:
+        return await self.handle.tail_poll.remote(sub_id, max_wait_s)
+
+    async def close(self, sub_id: str) -> None:
+        await self.handle.tail_close.remote(sub_id)
+
+
+class TailSession:
+    def __init__(self, request: TailRequest, ingesters: Any, query: Query):
+        self.request = request
+        self.pool = ingesters  # IngesterPool: ring snapshot and actor handles
+        self.query = query
+        self.sub_id = uuid.uuid4().hex
+        self.merger = TailMerger(MergeSettings(delay_ns=request.delay_for * NS))
+        self.queue: asyncio.Queue[PollResult] = asyncio.Queue(maxsize=QUEUE_BATCHES)
+        self.followers: dict[str, tuple[IngesterTail, asyncio.Task]] = {}
+
+    # ------------------------------------------------------------ set-up (before the upgrade)
+
+    async def start(self) -> list[TailEntry]:
+        """Subscribe everywhere, then fetch the replay (raises SvcError for a bad request)."""
+        await self.sync_members()
+        return await self.replay()
+
+    async def sync_members(self) -> None:
+        members = await asyncio.to_thread(self._ring_members)
+        for address in [a for a in self.followers if a not in members]:
+            client, task = self.followers.pop(address)
+            task.cancel()
+            asyncio.ensure_future(_quietly(client.close(self.sub_id)))
+        new = {address: IngesterTail(handle) for address, handle in members.items() if address not in self.followers}
+        outcomes = await asyncio.gather(*(c.subscribe(self.request.tenant, self.request.query, self.sub_id)
+                                          for c in new.values()), return_exceptions=True)
+        for (address, client), outcome in zip(new.items(), outcomes):
+            if isinstance(outcome, BaseException):
+                log.warning("tail %s: subscribing on %s failed: %s", self.sub_id, address, outcome)
+            task = asyncio.ensure_future(self._follow(client, subscribed=not isinstance(outcome, BaseException)))
+            self.followers[address] = (client, task)
+
+    def _ring_members(self) -> dict[str, Any]:
+        ring = self.pool.ring.get()
+        members = ring.healthy_members() or list(ring.members.values())
+        handles = {}
+        for member in members:
+            with contextlib.suppress(ValueError):  # no such actor (yet): a later refresh finds it
+                handles[member.address] = self.pool.handle(member.address)
+        return handles
+
+    async def replay(self) -> list[TailEntry]:
+        now = now_ns()
+        if self.request.start >= now:
+            return []
+        form = {"query": self.request.query, "start": str(self.request.start), "end": str(now),
+                "limit": str(self.request.limit), "direction": "backward"}
+        data = await self.query([self.request.tenant], range_request(form, now))
+        entries = [TailEntry(Labels.from_dict(stream["stream"]), int(value[0]), value[1])
+                   for stream in data.get("result", []) for value in stream["values"]]
+        entries.sort(key=lambda e: (e.ts, e.labels.items))
+        self.merger.mark_seen(entries)
+        return entries
+
+    # ------------------------------------------------------------ streaming (after the upgrade)
+
+    async def _follow(self, client: IngesterTail, subscribed: bool) -> None:
+        while True:
+            try:
+                if not subscribed:
+                    await client.subscribe(self.request.tenant, self.request.query, self.sub_id)
+                    subscribed = True
+                result = await client.poll(self.sub_id, POLL_WAIT_S)
+            except (ray.exceptions.RayError, OSError) as err:  # the ingester died or restarts
+                log.info("tail %s: ingester unavailable (%s); re-subscribing", self.sub_id, type(err).__name__)
+                subscribed = False
+                await asyncio.sleep(RETRY_S)
+                continue
+            if result is None:  # expired or the ingester restarted: entries in between are lost
+                subscribed = False
+                continue
+            if result[0] or result[1]:
+                await self.queue.put(result)  # blocks while the client is slow: backpressure
+
+    async def send_loop(self, websocket: WebSocket) -> None:
+        getter: asyncio.Future | None = None
+        while True:
+            if getter is None:
+                getter = asyncio.ensure_future(self.queue.get())
+            await asyncio.wait({getter}, timeout=self.merger.seconds_to_next())
+            if getter.done():
+                self.merger.add(*getter.result())
+                getter = None
+                while not self.queue.empty():
+                    self.merger.add(*self.queue.get_nowait())
+            entries, dropped = self.merger.release()
+            if entries or dropped:
+                await websocket.send_text(_dumps(tail_message(entries, dropped)))
+
+    async def watch_ring(self) -> None:
+        while True:
+            await asyncio.sleep(RING_REFRESH_S)
+            try:
+                await self.sync_members()
+            except Exception:  # the ring actor restarts: keep following the known ingesters
+                log.exception("tail %s: ring refresh", self.sub_id)
+
+    async def close(self) -> None:
+        followers = list(self.followers.values())
+        self.followers.clear()
+        for _, task in followers:
+            task.cancel()
+        await asyncio.gather(*(_quietly(client.close(self.sub_id)) for client, _ in followers))
+
+
+async def _quietly(call: Awaitable[Any]) -> None:
+    with contextlib.suppress(Exception):
+        await call
+
+
+def _dumps(message: dict) -> str:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+
+
+async def _until_disconnect(websocket: WebSocket) -> None:
+    with contextlib.suppress(WebSocketDisconnect):
+        while (await websocket.receive())["type"] != "websocket.disconnect":
+            pass  # the client has nothing to say; its messages are ignored
+
+
+async def _deny(websocket: WebSocket, err: Exception) -> None:
+    """Refuse before upgrading: an HTTP error response when the server allows it, else a close."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(error_response(err))
+    else:
+        code = 1008 if isinstance(err, SvcError) else 1011
+        await websocket.close(code=code, reason=str(err)[:120])
+
+
+class TailRoutes:
+    """The endpoints; settings are module-level getters, read per request (see serve/runtime.py)."""
+
+    def __init__(self, ingesters: Callable[[], Any], query: Query, auth_enabled: Callable[[], bool],
+                 config: Callable[[], Any]):
+        self.ingesters = ingesters
+        self.query = query
+        self.auth_enabled = auth_enabled
+        self.config = config
+
+    def parse(self, params: Mapping[str, str], org_id: str | None) -> TailRequest:
+        return parse_tail_request(params, org_id, self.auth_enabled())
+
+    async def http(self, request: Request) -> Response:
+        """A plain GET: the same validation errors, else a 400 asking for the upgrade."""
+        try:
+            self.parse(request.query_params, request.headers.get("x-scope-orgid"))
+        except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
+            return error_response(err)
+        return PlainTextResponse(NEEDS_UPGRADE + "\n", status_code=400)
+
+    async def websocket(self, websocket: WebSocket) -> None:
+        try:
+            request = self.parse(websocket.query_params, websocket.headers.get("x-scope-orgid"))
+        except Exception as err:  # noqa: BLE001
+            await _deny(websocket, err)
+            return
+        cfg = self.config()
+        limit = limits_for(cfg, request.tenant).max_concurrent_tail_requests
+        count = _active.get(request.tenant, 0) + 1
+        if limit > 0 and count > limit:
+            await _deny(websocket, LimitError(f"max concurrent tail requests limit exceeded, "
+                                              f"count > limit ({count} > {limit})"))
+            return
+        _active[request.tenant] = count
+        session: TailSession | None = None
+        try:
+            session = TailSession(request, self.ingesters(), self.query)
+            await self._serve(websocket, session, cfg.querier.tail_max_duration / NS)
+        finally:
+            _active[request.tenant] = _active.get(request.tenant, 1) - 1
+            if session is not None:
+                await session.close()
+
+    async def _serve(self, websocket: WebSocket, session: TailSession, max_duration_s: float) -> None:
+        try:
+            replayed = await session.start()
+        except Exception as err:  # noqa: BLE001 - e.g. limit above max_entries_limit_per_query -> 400
+            await _deny(websocket, err)
+            return
+        try:
+            await websocket.accept()
+            if replayed:
+                await websocket.send_text(_dumps(tail_message(replayed, [])))
+        except (WebSocketDisconnect, RuntimeError, OSError):  # the client left already
+            return
+        tasks = [asyncio.ensure_future(c) for c in (session.send_loop(websocket), session.watch_ring(),
+                                                     _until_disconnect(websocket))]
+        try:
+            done, _ = await asyncio.wait(tasks, timeout=max_duration_s or None, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if not task.cancelled() and task.exception() is not None:
+                    log.warning("tail %s ended: %r", session.sub_id, task.exception())
+            if not done or tasks[2] not in done:  # max duration reached or sending failed: we close
+                with contextlib.suppress(Exception):
+                    await websocket.close(code=1000)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+
+def add_tail_routes(app: FastAPI, ingesters: Callable[[], Any], query: Query,
+                    auth_enabled: Callable[[], bool], config: Callable[[], Any]) -> FastAPI:
+    """`ingesters()` gives the IngesterPool, `query(tenants, RangeRequest)` the query data."""
+    routes = TailRoutes(ingesters, query, auth_enabled, config)
+    for path in TAIL_PATHS:
+        app.add_api_websocket_route(path, routes.websocket)
+        app.add_api_route(path, routes.http, methods=["GET"], include_in_schema=False)
+    return app
