@@ -9,6 +9,7 @@ import ray
 
 from svclog.compactor import Compactor, CompactorSettings
 from svclog.config import Config, limits_for, object_store_uri
+from svclog.log_level import apply_level
 from svclog.storage.objstore import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,9 @@ class CompactorActor:
 
     def ready(self) -> bool:
         return True
+
+    def set_log_level(self, level: str) -> str:
+        return apply_level(level)
 
     def run_once(self) -> dict:
         return self.compactor.run_once()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ray
 
+from svclog.log_level import apply_level
 from svclog.ring.ring import Ring
 
 
@@ -10,8 +11,9 @@ class RingActor:
     def __init__(self, heartbeat_timeout_ns: int):
         self.ring = Ring(heartbeat_timeout_ns=heartbeat_timeout_ns)
 
-    def register(self, member_id: str, address: str, node: str, num_tokens: int = 128) -> None:
-        self.ring.register(member_id, address, node, num_tokens=num_tokens)
+    def register(self, member_id: str, address: str, node: str, num_tokens: int = 128,
+                 tokens: tuple[int, ...] = ()) -> None:
+        self.ring.register(member_id, address, node, tokens=tuple(tokens), num_tokens=num_tokens)
 
     def heartbeat(self, member_id: str, address: str, node: str, state: str | None = None) -> None:
         if not self.ring.heartbeat(member_id, state):
@@ -25,6 +27,12 @@ class RingActor:
 
     def snapshot(self) -> dict:
         return self.ring.snapshot()
+
+    def ready(self) -> bool:
+        return True
+
+    def set_log_level(self, level: str) -> str:
+        return apply_level(level)
 
 
 RemoteRing = ray.remote(RingActor)

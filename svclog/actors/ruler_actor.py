@@ -16,6 +16,7 @@ import ray
 from svclog.actors.options import NAMESPACE, querier_name
 from svclog.config import Config, limits_for, object_store_uri, rules_dir
 from svclog.config.paths import store_uri_for
+from svclog.log_level import apply_level
 from svclog.model import SvcError, now_ns
 from svclog.querier.request import RangeRequest
 from svclog.ring.ring import Ring
@@ -162,6 +163,9 @@ class RulerActor(RulerService):
 
     def ready(self) -> bool:
         return True
+
+    def set_log_level(self, level: str) -> str:
+        return apply_level(level)
 
     def evaluate_now(self) -> int:
         """Run one scheduler pass at once (tests, debugging)."""

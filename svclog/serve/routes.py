@@ -28,10 +28,8 @@ OTHER_ROUTES = [
     ("labels", GET_POST, ["/api/legacy/label", "/api/prom/label"]),
     ("label_values", GET_POST, ["/api/legacy/label/{name}/values", "/api/prom/label/{name}/values"]),
     ("series", GET_POST, ["/api/legacy/series", "/api/prom/series"]),
-    ("ready", GET, ["/ready"]),
     ("metrics", GET, ["/metrics"]),
     ("config", GET, ["/config"]),
-    ("services_list", GET, ["/services"]),
     ("flush", GET_POST, ["/flush"]),
 ]
 

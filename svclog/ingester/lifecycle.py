@@ -1,0 +1,204 @@
+"""An ingester's life around the ring: join with persisted tokens, prepare-shutdown, shutdown.
+
+Pure (no Ray): the ring is a small Protocol the actor host implements with remote calls.
+- Tokens: with a token file (`-ingester.token-file-path`), a restarted ingester takes
+  back the tokens it wrote there on its first registration.
+- Prepare-shutdown: a marker file beside the WAL, so the choice survives a restart; while
+  it is set, SIGTERM/SIGINT makes the ingester leave the ring and flush before exiting.
+- Shutdown: LEAVING -> flush (if asked) -> forget -> delete the token file (if asked).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from svclog.ring.ring import LEAVING, generate_tokens
+from svclog.services import Service, State
+
+log = logging.getLogger(__name__)
+SHUTDOWN_MARKER = "prepare-shutdown"
+
+
+class RingMembership(Protocol):
+    def register(self, member_id: str, address: str, node: str, tokens: tuple[int, ...]) -> None: ...
+    def set_state(self, member_id: str, state: str) -> None: ...
+    def forget(self, member_id: str) -> bool: ...
+
+
+class Flushable(Protocol):
+    def flush(self, force: bool = False) -> int: ...
+
+
+class ShutdownMarker:
+    """The prepare-shutdown flag as a file: present = set."""
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, SHUTDOWN_MARKER)
+
+    def is_set(self) -> bool:
+        return os.path.exists(self.path)
+
+    def set(self) -> None:
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("set\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def unset(self) -> None:
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def token_file_path(configured: str, instance_id: str) -> str:
+    """This instance's token file. Several ingester actors share one config, so the
+    configured path gets the instance id: `{id}` in it is replaced, else `.<id>` is appended."""
+    if not configured:
+        return ""
+    if "{id}" in configured:
+        return configured.replace("{id}", instance_id)
+    return f"{configured}.{instance_id}"
+
+
+class TokenFile:
+    """Ring tokens persisted as JSON `{"tokens": [...]}`; an empty path disables it."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def load(self) -> tuple[int, ...] | None:
+        if not self.path:
+            return None
+        try:
+            with open(self.path) as f:
+                tokens = json.load(f)["tokens"]
+            return tuple(sorted(int(t) for t in tokens)) or None
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as err:
+            log.warning("ignoring unreadable token file %s: %s", self.path, err)
+            return None
+
+    def save(self, tokens: tuple[int, ...]) -> None:
+        if not self.path:
+            return
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump({"tokens": list(tokens)}, f)
+        os.replace(tmp, self.path)
+
+    def delete(self) -> bool:
+        if not self.path:
+            return False
+        try:
+            os.remove(self.path)
+            return True
+        except FileNotFoundError:
+            return False
+
+
+@dataclass(frozen=True)
+class ShutdownReport:
+    flushed_chunks: int = 0
+    left_ring: bool = False
+    tokens_deleted: bool = False
+
+
+@dataclass(frozen=True)
+class Identity:
+    instance_id: str
+    address: str
+    node: str
+    num_tokens: int
+
+
+class IngesterLifecycle:
+    """The ingester's service state and its ring membership, start to end."""
+
+    def __init__(self, identity: Identity, ring: RingMembership, ingester: Flushable, marker: ShutdownMarker,
+                 tokens: TokenFile, *, stop_background: Callable[[], None] = lambda: None):
+        self.identity = identity
+        self.ring = ring
+        self.ingester = ingester
+        self.marker = marker
+        self.token_file = tokens
+        self.stop_background = stop_background
+        self.service = Service(identity.instance_id)
+        self.tokens: tuple[int, ...] = ()
+        self._lock = threading.Lock()
+        self._report: ShutdownReport | None = None
+
+    def join(self) -> tuple[int, ...]:
+        """Register in the ring with the token file's tokens (or new ones, then saved)."""
+        ident = self.identity
+        self.service.start()
+        try:
+            self.tokens = self.token_file.load() or generate_tokens(ident.instance_id, ident.num_tokens)
+            self.ring.register(ident.instance_id, ident.address, ident.node, self.tokens)
+            self.token_file.save(self.tokens)
+        except Exception as err:
+            self.service.fail(f"joining the ring: {err}")
+            raise
+        self.service.running()
+        return self.tokens
+
+    # ------------------------------------------------------------ prepare-shutdown
+
+    def prepare_shutdown(self) -> bool:
+        return self.marker.is_set()
+
+    def set_prepare_shutdown(self, on: bool) -> None:
+        if on:
+            self.marker.set()
+        else:
+            self.marker.unset()
+
+    # ------------------------------------------------------------ shutdown
+
+    @property
+    def state(self) -> State:
+        return self.service.state
+
+    def shutdown(self, flush: bool = True, delete_tokens: bool = False) -> ShutdownReport:
+        """Leave the ring (LEAVING, flush if asked, forget) and stop. A second call returns the first report."""
+        with self._lock:
+            if self._report is not None:
+                return self._report
+            self.service.stop()
+            try:
+                self._report = self._leave(flush, delete_tokens)
+            except Exception as err:
+                self.service.fail(f"shutdown: {err}")
+                raise
+            self.service.terminated()
+            self.marker.unset()  # done: the next start begins with the default behaviour
+            return self._report
+
+    def _leave(self, flush: bool, delete_tokens: bool) -> ShutdownReport:
+        member = self.identity.instance_id
+        self.stop_background()  # no heartbeat may re-register us after the forget
+        self.ring.set_state(member, LEAVING)
+        flushed = self.ingester.flush(force=True) if flush else 0
+        self.ring.forget(member)
+        deleted = self.token_file.delete() if delete_tokens else False
+        log.info("ingester %s left the ring (flushed %d chunks, token file deleted: %s)", member, flushed, deleted)
+        return ShutdownReport(flushed, True, deleted)
+
+    def on_signal(self, default_flush: bool = False, default_unregister: bool = False) -> ShutdownReport | None:
+        """What SIGTERM/SIGINT does: with prepare-shutdown set, leave the ring and flush; otherwise the
+        configured defaults (`flush_on_shutdown`, `unregister_on_shutdown`), or nothing (the WAL keeps the data)."""
+        if self.marker.is_set():
+            return self.shutdown(flush=True)
+        if default_flush or default_unregister:
+            return self.shutdown(flush=default_flush)
+        return None

@@ -1,0 +1,213 @@
+"""The Ray implementation of the admin routes' backend: probes, log levels, ingester shutdown, rings.
+
+Each gateway replica keeps one `RayAdmin`: a `ServiceSet` fed by probing every component
+(actors by `ready`/`service_state`, Serve deployments by their status), and the last time
+each ring-less instance answered, which its status page shows as a heartbeat.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import ray
+from ray import serve
+
+from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RING_NAME, RULER_NAME, querier_name
+from svclog.actors.ruler_actor import RULER_RING_NAME
+from svclog.actors.scheduler_actor import SCHEDULER_NAME
+from svclog.model import NotFoundError, SvcError, ValidationError
+from svclog.ring.ring import ACTIVE, Member
+from svclog.ring.status_page import RingView
+from svclog.services import ServiceSet, State, parse_state
+
+log = logging.getLogger("svclog")
+PROBE_TIMEOUT_S = 5.0
+CALL_TIMEOUT_S = 30.0
+SHUTDOWN_TIMEOUT_S = 900.0
+DEPLOYMENT_STATES = {"HEALTHY": State.RUNNING, "UPSCALING": State.RUNNING, "DOWNSCALING": State.RUNNING,
+                     "UPDATING": State.STARTING, "UNHEALTHY": State.FAILED, "DEPLOY_FAILED": State.FAILED}
+NOT_A_RING = "this component runs without a ring: its instances are listed with the time each last answered"
+INDEX_GATEWAY_NOTE = ("no index gateway runs: queriers read the index from the object store themselves; "
+                      "they are listed with the time each last answered")
+
+
+async def _await(ref: Any, timeout: float) -> Any:
+    return await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
+
+
+class RayAdmin:
+    def __init__(self, cfg: Any):
+        self.cfg = cfg
+        self.services_set = ServiceSet()
+        self._handles: dict[str, Any] = {}
+        self._last_answer_ns: dict[str, int] = {}
+
+    def now_ns(self) -> int:
+        return time.time_ns()
+
+    # ------------------------------------------------------------ actors
+
+    def _handle(self, name: str) -> Any:
+        """The named actor's handle; ValueError when no such actor exists."""
+        handle = self._handles.get(name)
+        if handle is None:
+            handle = self._handles[name] = ray.get_actor(name, namespace=NAMESPACE)
+        return handle
+
+    def _optional(self, name: str) -> Any | None:
+        try:
+            return self._handle(name)
+        except ValueError:
+            return None
+
+    async def _probe(self, name: str, method: str = "ready") -> tuple[State, str]:
+        try:
+            handle = self._handle(name)
+        except ValueError:
+            return State.FAILED, "no such actor"
+        try:
+            value = await _await(getattr(handle, method).remote(), PROBE_TIMEOUT_S)
+        except (TimeoutError, ray.exceptions.ActorUnavailableError):
+            return State.STARTING, "not answering yet"  # busy, or Ray is restarting it
+        except ray.exceptions.RayActorError as err:
+            self._handles.pop(name, None)
+            return State.FAILED, str(err).splitlines()[0] if str(err) else "actor died"
+        except (AttributeError, ray.exceptions.RayTaskError) as err:  # no such method, or it raised
+            return State.FAILED, f"{method}: {err}".splitlines()[0]
+        self._last_answer_ns[name] = time.time_ns()
+        return (parse_state(value) if method == "service_state" else State.RUNNING), ""
+
+    async def _ring_snapshot(self, name: str = RING_NAME) -> dict:
+        return await _await(self._handle(name).snapshot.remote(), CALL_TIMEOUT_S)
+
+    async def _ingester_names(self) -> list[str]:
+        return sorted(m.address for m in (await self._ring_snapshot())["members"])
+
+    def _querier_names(self) -> list[str]:
+        return [querier_name(i) for i in range(max(1, self.cfg.ray.num_queriers))]
+
+    def _backend_names(self) -> list[str]:
+        names = [COMPACTOR_NAME, RULER_NAME]
+        if self.cfg.pattern_ingester.enabled:
+            names.append(PATTERN_INGESTER_NAME)
+        # started by some topologies only: listed when they exist
+        names += [name for name in (SCHEDULER_NAME, RULER_RING_NAME) if self._optional(name) is not None]
+        return names
+
+    # ------------------------------------------------------------ services
+
+    async def services(self) -> list[tuple[str, State]]:
+        probes: dict[str, Any] = {RING_NAME: self._probe(RING_NAME)}
+        try:
+            ingesters = await self._ingester_names()
+        except Exception as err:  # noqa: BLE001 - the ring's own probe reports it
+            log.warning("ring snapshot for /services: %s", err)
+            ingesters = []
+        for name in ingesters:
+            probes[name] = self._probe(name, "service_state")
+        for name in self._querier_names() + self._backend_names():
+            probes[name] = self._probe(name)
+        results = dict(zip(probes, await asyncio.gather(*probes.values()), strict=True))
+        results.update(await asyncio.to_thread(_deployment_states))
+        for name, (state, why) in results.items():
+            self.services_set.observe(name, state, why)
+        self.services_set.retain(set(results))  # an ingester that left the ring is no longer ours
+        return self.services_set.states()
+
+    async def set_log_level(self, level: str) -> dict[str, str]:
+        names = [RING_NAME, *await self._ingester_names(), *self._querier_names(), *self._backend_names()]
+
+        async def one(name: str) -> str:
+            try:
+                await _await(self._handle(name).set_log_level.remote(level), CALL_TIMEOUT_S)
+                return "ok"
+            except Exception as err:  # noqa: BLE001 - best effort, reported per component
+                return f"failed: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
+
+        return dict(zip(names, await asyncio.gather(*(one(n) for n in names)), strict=True))
+
+    # ------------------------------------------------------------ ingester shutdown
+
+    async def _targets(self, ingester: str | None) -> list[str]:
+        if ingester:
+            try:
+                self._handle(ingester)
+            except ValueError:
+                raise NotFoundError(f"no ingester named {ingester!r}") from None
+            return [ingester]
+        names = await self._ingester_names()
+        if not names:
+            raise SvcError("no ingesters in the ring")
+        return names
+
+    async def prepare_shutdown(self, action: str, ingester: str | None) -> dict[str, bool]:
+        names = await self._targets(ingester)
+        refs = [self._handle(n).prepare_shutdown.remote(action) for n in names]
+        values = await asyncio.gather(*(_await(r, CALL_TIMEOUT_S) for r in refs))
+        return dict(zip(names, values, strict=True))
+
+    async def shutdown(self, ingester: str | None, flush: bool, delete_ring_tokens: bool,
+                       terminate: bool) -> dict[str, dict]:
+        names = await self._targets(ingester)
+        refs = [self._handle(n).shutdown.remote(flush, delete_ring_tokens, False) for n in names]
+        reports = await asyncio.gather(*(_await(r, SHUTDOWN_TIMEOUT_S) for r in refs))
+        if terminate:
+            for name in names:
+                await self._terminate(name)
+        return dict(zip(names, reports, strict=True))
+
+    async def _terminate(self, name: str) -> None:
+        try:
+            await _await(self._handle(name).terminate.remote(), CALL_TIMEOUT_S)
+        except ray.exceptions.RayActorError:
+            pass  # expected: the caller of exit_actor() observes the actor's death
+        self._handles.pop(name, None)
+
+    # ------------------------------------------------------------ rings
+
+    async def ring(self, kind: str, now_ns: int) -> RingView:
+        if kind == "ingester":
+            return _ring_view(await self._ring_snapshot())
+        if kind == "ruler" and self._optional(RULER_RING_NAME) is not None:
+            return _ring_view(await self._ring_snapshot(RULER_RING_NAME))
+        names = {"ruler": [RULER_NAME], "compactor": [COMPACTOR_NAME],
+                 "index-gateway": self._querier_names()}.get(kind)
+        if names is None:
+            raise NotFoundError(f"unknown ring {kind!r}")
+        states = await asyncio.gather(*(self._probe(n) for n in names))
+        members = tuple(Member(n, n, "", (), ACTIVE if s is State.RUNNING else str(s).upper(),
+                               self._last_answer_ns.get(n, 0), 0) for n, (s, _) in zip(names, states, strict=True))
+        note = INDEX_GATEWAY_NOTE if kind == "index-gateway" else NOT_A_RING
+        return RingView(members, self._ring_timeout(kind), forgettable=False, note=note)
+
+    def _ring_timeout(self, kind: str) -> int:
+        rings = {"ruler": self.cfg.ruler.ring, "compactor": self.cfg.compactor.compactor_ring}
+        ring = rings.get(kind, self.cfg.common.ring)
+        return int(getattr(ring, "heartbeat_timeout", self.cfg.common.ring.heartbeat_timeout))
+
+    async def forget(self, kind: str, member_id: str) -> bool:
+        if kind == "ingester":
+            name = RING_NAME
+        elif kind == "ruler" and self._optional(RULER_RING_NAME) is not None:
+            name = RULER_RING_NAME
+        else:
+            raise ValidationError(f"the {kind} has no ring to forget members from")
+        return await _await(self._handle(name).forget.remote(member_id), CALL_TIMEOUT_S)
+
+
+def _ring_view(snapshot: dict) -> RingView:
+    return RingView(tuple(snapshot["members"]), int(snapshot["heartbeat_timeout_ns"]))
+
+
+def _deployment_states() -> dict[str, tuple[State, str]]:
+    """This application's Serve deployments (this gateway among them) and their states."""
+    try:
+        app_name = serve.get_replica_context().app_name
+        app = serve.status().applications[app_name]
+    except Exception as err:  # noqa: BLE001 - outside a replica or the controller is busy
+        log.warning("serve status for /services: %s", err)
+        return {}
+    return {name: (DEPLOYMENT_STATES.get(str(getattr(d.status, "value", d.status)), State.STARTING), d.message)
+            for name, d in app.deployments.items()}
