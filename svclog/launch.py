@@ -18,6 +18,7 @@ from svclog.actors.options import (
 )
 from svclog.actors.querier_actor import RemoteQuerier
 from svclog.actors.ring_actor import RemoteRing
+from svclog import targets
 from svclog.config import Config
 from svclog.serve.deployments import build_application
 
@@ -41,37 +42,49 @@ def num_ingesters(cfg: Config) -> int:
 
 
 def start(cfg: Config) -> dict:
-    """Create every actor and deploy the HTTP application; returns the actor handles."""
+    """Create the actors of this process's targets and deploy its HTTP application.
+
+    Every process shares the ring (a named actor, created by whoever comes first); the
+    other components of the scalable modes are found by name when first needed.
+    """
     connect(cfg)
+    wanted = targets.components(cfg.targets())
     ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
     ray.get(ring.snapshot.remote())
-    ingesters = [RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(cfg, f"ingester-{i}")
-                 for i in range(num_ingesters(cfg))]
-    ray.get([i.ready.remote() for i in ingesters])
-    scheduler = RemoteScheduler.options(**scheduler_options(cfg)).remote(cfg)
-    ray.get(scheduler.ready.remote())
-    queriers = [RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus,
-                                                        cfg.querier.max_concurrent)).remote(cfg)
-                for i in range(max(1, cfg.ray.num_queriers))]
-    ray.get([q.ready.remote() for q in queriers])
-    for index, querier in enumerate(queriers):
-        querier.start_pulling.remote(f"querier-{index}", cfg.querier.max_concurrent)
-    compactor = RemoteCompactor.options(**compactor_options()).remote(cfg)
-    ruler = RemoteRuler.options(**ruler_options()).remote(cfg, RULER_NAME, len(queriers))
-    backends = [compactor, ruler, scheduler]
-    if cfg.pattern_ingester.enabled:
+    ingesters, queriers, backends = [], [], []
+    if "ingester" in wanted:
+        ingesters = [RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(
+            cfg, f"ingester-{i}") for i in range(num_ingesters(cfg))]
+        ray.get([i.ready.remote() for i in ingesters])
+    if "query-scheduler" in wanted:
+        backends.append(RemoteScheduler.options(**scheduler_options(cfg)).remote(cfg))
+    if "querier" in wanted:
+        queriers = [RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus,
+                                                            cfg.querier.max_concurrent)).remote(cfg)
+                    for i in range(max(1, cfg.ray.num_queriers))]
+        ray.get([q.ready.remote() for q in queriers])
+        for index, querier in enumerate(queriers):
+            querier.start_pulling.remote(f"querier-{index}", cfg.querier.max_concurrent)
+    if "compactor" in wanted:
+        backends.append(RemoteCompactor.options(**compactor_options()).remote(cfg))
+    if "ruler" in wanted:
+        backends.append(RemoteRuler.options(**ruler_options()).remote(cfg, RULER_NAME, max(1, cfg.ray.num_queriers)))
+    if "pattern-ingester" in wanted and cfg.pattern_ingester.enabled:
         backends.append(RemotePatternIngester.options(**pattern_ingester_options()).remote(cfg))
     ray.get([actor.ready.remote() for actor in backends])
     serve.start(http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
                 logging_config={"log_level": "WARNING", "enable_access_log": False})
-    serve.run(build_application(cfg, len(queriers)), name=APP_NAME, route_prefix="/", blocking=False)
-    log.info("svclog serving on http://%s:%d", cfg.server.http_listen_address, cfg.server.http_listen_port)
-    return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends}
+    name, prefix = targets.app_name_and_prefix(cfg.targets())
+    serve.run(build_application(cfg, max(1, cfg.ray.num_queriers), wanted), name=name, route_prefix=prefix,
+              blocking=False)
+    log.info("svclog (%s) serving on http://%s:%d%s", cfg.target, cfg.server.http_listen_address,
+             cfg.server.http_listen_port, prefix)
+    return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name}
 
 
 def stop(handles: dict | None = None) -> None:
     try:
-        serve.delete(APP_NAME)
+        serve.delete((handles or {}).get("app", APP_NAME))
     except Exception:  # already gone
         pass
     for group in ("backends", "queriers", "ingesters"):

@@ -17,6 +17,7 @@ from ray import serve
 from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RING_NAME, RULER_NAME, querier_name
 from svclog.actors.ruler_actor import RULER_RING_NAME
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
+from svclog import targets
 from svclog.model import NotFoundError, SvcError, ValidationError
 from svclog.ring.ring import ACTIVE, Member
 from svclog.ring.status_page import RingView
@@ -85,12 +86,19 @@ class RayAdmin:
     async def _ingester_names(self) -> list[str]:
         return sorted(m.address for m in (await self._ring_snapshot())["members"])
 
+    def _local(self, component: str) -> bool:
+        """Is the component run by this process's targets (readiness covers only those)?"""
+        return component in targets.components(self.cfg.targets())
+
     def _querier_names(self) -> list[str]:
+        if not self._local("querier"):
+            return []
         return [querier_name(i) for i in range(max(1, self.cfg.ray.num_queriers))]
 
     def _backend_names(self) -> list[str]:
-        names = [COMPACTOR_NAME, RULER_NAME]
-        if self.cfg.pattern_ingester.enabled:
+        names = [name for component, name in (("compactor", COMPACTOR_NAME), ("ruler", RULER_NAME))
+                 if self._local(component)]
+        if self.cfg.pattern_ingester.enabled and self._local("pattern-ingester"):
             names.append(PATTERN_INGESTER_NAME)
         # started by some topologies only: listed when they exist
         names += [name for name in (SCHEDULER_NAME, RULER_RING_NAME) if self._optional(name) is not None]
@@ -101,7 +109,7 @@ class RayAdmin:
     async def services(self) -> list[tuple[str, State]]:
         probes: dict[str, Any] = {RING_NAME: self._probe(RING_NAME)}
         try:
-            ingesters = await self._ingester_names()
+            ingesters = await self._ingester_names() if self._local("ingester") else []
         except Exception as err:  # noqa: BLE001 - the ring's own probe reports it
             log.warning("ring snapshot for /services: %s", err)
             ingesters = []

@@ -9,6 +9,7 @@ import logging
 
 import ray
 from fastapi import FastAPI
+from starlette.responses import PlainTextResponse
 from ray import serve
 
 from svclog.actors.clients import IngesterPool, RingClient
@@ -18,6 +19,7 @@ from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
+from svclog import targets
 from svclog.model import SvcError
 from svclog.serve.backend import ServeBackend
 from svclog.serve.codecs.push_columns import decode_push_columns
@@ -34,6 +36,18 @@ from svclog.serve.tail_routes import add_tail_routes
 
 log = logging.getLogger("svclog")
 app = add_routes(FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None))
+
+
+@app.middleware("http")
+async def only_exposed_endpoints(request, call_next):
+    """404 for endpoint groups this process's components do not expose (deployment targets)."""
+    path, root = request.scope["path"], request.scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root):]
+    if not runtime.exposes(path):
+        return PlainTextResponse(f"404 page not found: {path} is not served by target "
+                                 f"'{runtime.config().target}'\n", status_code=404)
+    return await call_next(request)
 
 
 add_admin_routes(app, runtime.admin)
@@ -84,15 +98,30 @@ class QueryFrontendDeployment:
     and merges the partial results; metadata requests go to a querier directly."""
 
     def __init__(self, cfg: Config, num_queriers: int):
-        self.queriers = [ray.get_actor(querier_name(i), namespace=NAMESPACE) for i in range(num_queriers)]
+        self.num_queriers = num_queriers
+        self._queriers: list = []
+        self._scheduler = None
         self._next = itertools.count()
-        self.scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
         self.timeout = max(1.0, cfg.limits_config.query_timeout / 1e9)
         self.frontend = QueryFrontend(FrontendSettings(
             split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
             shards=num_queriers if cfg.query_range.parallelise_shardable_queries else 1,
             max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
             max_query_series=cfg.limits_config.max_query_series))
+
+    # Looked up on first use: in the scalable modes the read group may start before the
+    # backend group's scheduler exists.
+    @property
+    def queriers(self) -> list:
+        if not self._queriers:
+            self._queriers = [ray.get_actor(querier_name(i), namespace=NAMESPACE) for i in range(self.num_queriers)]
+        return self._queriers
+
+    @property
+    def scheduler(self):
+        if self._scheduler is None:
+            self._scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+        return self._scheduler
 
     async def query(self, tenants, request, actor_path=()):
         try:
@@ -173,8 +202,8 @@ def autoscaling_config(cfg: Config, max_ongoing_requests: int) -> dict:
             "upscale_delay_s": 10.0, "downscale_delay_s": 300.0}
 
 
-def build_application(cfg: Config, num_queriers: int):
-    """The bound Serve application: gateway -> distributor and query frontend."""
+def build_application(cfg: Config, num_queriers: int, components: frozenset[str] = frozenset(targets.COMPONENTS)):
+    """The bound Serve application: gateway -> distributor and query frontend (those the targets run)."""
     serve_cpus = cfg.ray.serve_num_cpus
     distributor = serve.deployment(DistributorDeployment, name="distributor",
                                    ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64,
@@ -184,4 +213,5 @@ def build_application(cfg: Config, num_queriers: int):
                                 autoscaling_config=autoscaling_config(cfg, 64))
     gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": serve_cpus},
                                max_ongoing_requests=128, autoscaling_config=autoscaling_config(cfg, 128))
-    return gateway.bind(cfg, distributor.bind(cfg), frontend.bind(cfg, num_queriers))
+    return gateway.bind(cfg, distributor.bind(cfg) if "distributor" in components else None,
+                        frontend.bind(cfg, num_queriers) if components & {"query-frontend", "querier"} else None)

@@ -10,6 +10,8 @@ from typing import Any
 
 import ray
 
+from svclog import targets
+
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RULER_NAME
 from svclog.serve.errors import ErrorReply
@@ -24,6 +26,15 @@ def configure(cfg: Any, distributor: Any) -> None:
 
 def config() -> Any:
     return _state["cfg"]
+
+
+def exposes(path: str) -> bool:
+    """Whether this process's components serve the endpoint group of `path` (else 404)."""
+    if "cfg" not in _state:
+        return True
+    if "components" not in _state:
+        _state["components"] = targets.components(config().targets())
+    return targets.exposes(_state["components"], path)
 
 
 def auth_enabled() -> bool:
