@@ -354,6 +354,8 @@ def parse_prom_duration(text: str) -> int:
     for unit, group in (("y", 2), ("w", 4), ("d", 6), ("h", 8), ("m", 10), ("s", 12), ("ms", 14)):
         if match.group(group):
             total += int(match.group(group)) * _PROM_UNITS[unit]
+    if total > (1 << 63) - 1:  # as the reference's parser: a duration is a signed 64-bit count
+        raise ValidationError(f"not a valid duration string: {text!r}: duration out of range")
     return total
 
 
@@ -382,6 +384,8 @@ def parse_go_duration(text: str) -> int:
             raise ValueError(f"invalid duration {text!r}")
         total += float(match.group(1)) * _GO_UNITS[match.group(2)]
         pos = match.end()
+    if total > (1 << 63) - 1:  # Go's time.ParseDuration refuses what int64 cannot hold
+        raise ValueError(f"invalid duration {text!r}")
     return sign * int(round(total))
 
 

@@ -35,12 +35,15 @@ def svc(tmp_path_factory):
     from svclog.config import load_config
 
     data = tmp_path_factory.mktemp("svclog-data")
+    overrides = data / "overrides.yaml"  # per-tenant limits; tests add their own tenants (test_limits.py)
+    overrides.write_text("overrides: {}\n")
     port = _free_port()
     cfg = load_config(None, [
         f"-common.path-prefix={data}", f"-server.http-listen-port={port}",
         "-querier.query-ingesters-within=0", "-querier.multi-tenant-queries-enabled=true",
         "-ray.num-ingesters=2", "-ray.num-queriers=2", "-limits.reject-old-samples=false",
         "-ingester.flush-check-period=1s", "-limits.max-entries-limit-per-query=100000",
+        f"-runtime-config.file={overrides}", "-runtime-config.reload-period=1s",
     ])
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     handles = topology.start(cfg)

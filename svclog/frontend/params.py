@@ -2,13 +2,23 @@
 from __future__ import annotations
 
 import math
-from typing import Mapping
+from collections.abc import Mapping
 
-from svclog.querier.request import RangeRequest
 from svclog.model import NS, ValidationError, now_ns, parse_prom_duration, parse_step, parse_timestamp
+from svclog.querier.request import RangeRequest
 
 HOUR = 3600 * NS
 MAX_POINTS = 11_000
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def timestamp_param(form: Mapping[str, str], name: str, default: int) -> int:
+    """A timestamp parameter that fits a signed 64-bit nanosecond count, as the reference requires."""
+    text = form.get(name)
+    value = parse_timestamp(text, default)
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValidationError(f"invalid parameter {name!r}: cannot parse {text!r} to a valid timestamp")
+    return value
 
 
 def _required_query(form: Mapping[str, str]) -> str:
@@ -53,23 +63,23 @@ def parse_step_param(text: str) -> int:
 def _duration(text: str, name: str) -> int:
     try:
         return parse_step(text)
-    except ValidationError:
+    except (ValidationError, OverflowError, ValueError):  # OverflowError: "1e300" seconds
         raise ValidationError(f"cannot parse {name} {text!r}: not a valid duration") from None
 
 
 def time_range(form: Mapping[str, str], default_span: int, now: int | None = None) -> tuple[int, int]:
     """start/end/since with the reference's defaults: end=now, start=end-since or end-default_span."""
     now = now_ns() if now is None else now
-    end = parse_timestamp(form.get("end"), now)
+    end = timestamp_param(form, "end", now)
     since = form.get("since")
     span = default_span
     if since:
         try:
             span = parse_prom_duration(since)
-        except ValidationError:
+        except (ValidationError, OverflowError, ValueError):
             raise ValidationError(f"cannot parse since {since!r}: not a valid duration") from None
     start_default = (min(end, now) if since else end) - span
-    start = parse_timestamp(form.get("start"), start_default)
+    start = timestamp_param(form, "start", max(INT64_MIN, start_default))
     return start, end
 
 
@@ -100,7 +110,7 @@ def range_request(form: Mapping[str, str], now: int | None = None) -> RangeReque
 def instant_request(form: Mapping[str, str], now: int | None = None) -> RangeRequest:
     query = _required_query(form)
     now = now_ns() if now is None else now
-    at = parse_timestamp(form.get("time"), now)
+    at = timestamp_param(form, "time", now)
     return RangeRequest(query, at, at, 0, None, _limit(form), _direction(form), instant=True)
 
 

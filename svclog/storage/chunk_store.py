@@ -4,6 +4,9 @@ from __future__ import annotations
 import threading
 import time
 import zlib
+
+import numpy as np
+import pyarrow as pa
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -22,6 +25,19 @@ class FetchStats:
     download_seconds: float = 0.0
 
 
+def _split_by_period(labels: Labels, chunk: SealedChunk) -> list[tuple[Labels, SealedChunk]]:
+    """One chunk per index period it has entries in: a stream with entries years apart must
+    not make one chunk that every day's index in between has to list."""
+    if schema.period_of(chunk.min_ts) == schema.period_of(chunk.max_ts):
+        return [(labels, chunk)]
+    periods = chunk.table.column("ts").to_numpy() // schema.PERIOD_NS  # floor, like period_of
+    pieces = []
+    for period in np.unique(periods):
+        part = chunk.table.filter(pa.array(periods == period))
+        pieces.append((labels, SealedChunk.from_table(part)))
+    return pieces
+
+
 class ChunkStore:
     def __init__(self, store: ObjectStore, *, cache_bytes: int = 256 << 20,
                  encoding: str = "zstd", block_bytes: int = 256 * 1024):
@@ -36,7 +52,7 @@ class ChunkStore:
     def put_chunks(self, tenant: str, chunks: list[tuple[Labels, SealedChunk]], writer_id: str) -> list[ChunkRef]:
         """Upload chunks, then their index refs (a ref never points at a missing chunk)."""
         refs = []
-        for labels, chunk in chunks:
+        for labels, chunk in (piece for item in chunks for piece in _split_by_period(*item)):
             data = encode_chunk(chunk.table, block_bytes=self.block_bytes, encoding=self.encoding)
             fingerprint = labels.fingerprint()
             key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))

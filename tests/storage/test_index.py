@@ -78,3 +78,15 @@ def test_object_store_put_get_list_delete(store):
     assert not store.exists("a/b/c")
     with pytest.raises(FileNotFoundError):
         store.get("a/b/c")
+
+
+def test_a_stream_spanning_years_is_cut_per_day_not_indexed_every_day_between(store):
+    chunks = ChunkStore(store)
+    labels = Labels({"app": "a"}.items())
+    far = 3 * 365 * DAY
+    refs = chunks.put_chunks("t1", [(labels, _chunk([5, DAY + 5, far + 5], ["a", "b", "c"]))], "w")
+    assert len(refs) == 3
+    assert len(store.list("index/t1", recursive=True)) == 3
+    reader = IndexReader(store)
+    (ref,) = reader.chunk_refs("t1", (), far, far + 10)[labels]
+    assert chunks.fetch(ref, far, far + 10).line.to_pylist() == ["c"]

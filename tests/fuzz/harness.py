@@ -1,0 +1,223 @@
+"""A Ray-free svclog: the real gateway routes and handlers over real decoding, validation,
+ingesters and querier, all in one process.
+
+`InProcessBackend` implements the handlers' `Backend` protocol the way the Ray deployments
+do (decode_push + Distributor on the write side, Querier on the read side) with plain
+objects in between: two WAL-less ingesters on a two-member ring and a local object store.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+from fastapi import FastAPI
+
+from svclog.config import Config, limits_for, load_config
+from svclog.distributor.distributor import Distributor
+from svclog.ingester.ingester import Ingester, IngesterSettings
+from svclog.ingester.instance import local_stream_limit
+from svclog.model import StreamColumns
+from svclog.querier.querier import Querier, QuerierSettings
+from svclog.ring.ring import Ring
+from svclog.serve.codecs.push import decode_push
+from svclog.serve.handlers import Handlers
+from svclog.serve.otlp_routes import add_otlp_routes
+from svclog.serve.routes import add_routes, set_handlers
+from svclog.storage.chunk_store import ChunkStore
+from svclog.storage.index import IndexReader
+from svclog.storage.objstore import ObjectStore
+
+
+class LocalPusher:
+    """The distributor's Pusher over ingesters in this process (errors per member, as the Ray pool)."""
+
+    def __init__(self, ingesters: dict[str, Ingester]):
+        self.ingesters = ingesters
+
+    def push_many(self, tenant: str, assignments: dict[str, list[StreamColumns]]) -> dict[str, Exception | None]:
+        errors: dict[str, Exception | None] = {}
+        for member, streams in assignments.items():
+            try:
+                self.ingesters[member].push(tenant, streams)
+                errors[member] = None
+            except Exception as err:  # noqa: BLE001 - reported per member, like a failed remote call
+                errors[member] = err
+        return errors
+
+
+class LocalReplicas:
+    """The querier's IngesterReader over the same ingesters."""
+
+    def __init__(self, ingesters: list[Ingester]):
+        self.ingesters = ingesters
+
+    def select(self, tenant, matchers, start, end, shard, line_filters=()):
+        found = [item for ing in self.ingesters for item in ing.select(tenant, matchers, start, end, shard)]
+        return found, len(self.ingesters)
+
+    def series(self, tenant, matchers, start, end):
+        return [s for ing in self.ingesters for s in ing.series(tenant, matchers, start, end)]
+
+    def stats(self, tenant, matchers, start, end):
+        best: dict = {}
+        for ing in self.ingesters:
+            for row in ing.stream_stats(tenant, matchers, start, end):
+                if row[0] not in best or row[1] > best[row[0]][1]:
+                    best[row[0]] = row
+        return list(best.values())
+
+
+class InProcessBackend:
+    """The handlers' Backend, wired as the Ray deployments wire it, minus Ray."""
+
+    def __init__(self, cfg: Config, root: str, num_ingesters: int = 2):
+        self.cfg = cfg
+        store = ObjectStore(root + "/chunks")
+        self.chunks = ChunkStore(store)
+        self.ring = Ring()
+        rf = cfg.common.replication_factor
+        self.ingesters: dict[str, Ingester] = {}
+        for i in range(num_ingesters):
+            member = f"ingester-{i}"
+            self.ring.register(member, member, node=f"node-{i}")
+            self.ingesters[member] = Ingester(
+                IngesterSettings(member, f"{root}/wal/{member}", wal_enabled=False), self.chunks,
+                stream_limit=self._stream_limit)
+        self.distributor = Distributor(ring=lambda: self.ring, pusher=LocalPusher(self.ingesters),
+                                       limits_for=lambda tenant: limits_for(cfg, tenant), replication_factor=rf)
+        self.querier = Querier(IndexReader(store), self.chunks, LocalReplicas(list(self.ingesters.values())),
+                               QuerierSettings(query_ingesters_within=0,
+                                               max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
+                                               max_query_series=cfg.limits_config.max_query_series))
+
+    def _stream_limit(self, tenant: str) -> int:
+        limits = limits_for(self.cfg, tenant)
+        return local_stream_limit(limits.max_streams_per_user, limits.max_global_streams_per_user,
+                                  len(self.ring.healthy_members()), self.cfg.common.replication_factor)
+
+    # ---------------------------------------------------------- write path
+
+    async def push(self, tenant, body, content_type, content_encoding):
+        streams = decode_push(body, content_type, content_encoding,
+                              max_decompressed_bytes=self.cfg.server.max_decompressed_body_bytes)
+        return self.distributor.push(tenant, streams)
+
+    async def push_decoded(self, tenant, streams):
+        return self.distributor.push(tenant, streams)
+
+    # ---------------------------------------------------------- read path
+
+    async def query(self, tenants, request, *routing):  # routing: where the Ray backend sends it
+        return self.querier.query(tenants, request)
+
+    async def series(self, tenants, selectors, start, end):
+        return self.querier.series(tenants, selectors, start, end)
+
+    async def label_names(self, tenants, start, end, query):
+        return self.querier.label_names(tenants, start, end, query)
+
+    async def label_values(self, tenants, name, start, end, query):
+        return self.querier.label_values(tenants, name, start, end, query)
+
+    async def index_stats(self, tenants, query, start, end):
+        return self.querier.index_stats(tenants, query, start, end)
+
+    async def volume(self, tenants, *args):
+        return self.querier.volume(tenants, *args)
+
+    async def flush(self):
+        for ing in self.ingesters.values():
+            ing.flush(force=True)
+
+    async def ingester_stats(self):
+        return []
+
+
+def harness_config(root: str, *flags: str) -> Config:
+    return load_config(None, [f"-common.path-prefix={root}", "-auth.enabled=true",
+                              "-querier.multi-tenant-queries-enabled=true", *flags])
+
+
+def build_app(backend: InProcessBackend) -> FastAPI:
+    """The gateway's route table over `backend` (the push and query routes, and OTLP)."""
+    cfg = backend.cfg
+    app = add_routes(FastAPI())
+    add_otlp_routes(app, backend.push_decoded, cfg.auth_enabled, cfg.server.max_request_body_bytes,
+                    cfg.server.max_decompressed_body_bytes)
+    set_handlers(Handlers(backend, auth_enabled=cfg.auth_enabled,
+                          multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
+                          max_body_bytes=cfg.server.max_request_body_bytes,
+                          volume_enabled=cfg.limits_config.volume_enabled))
+    return app
+
+
+class Client:
+    """A synchronous face on httpx over ASGI (one event loop), counting requests and 5xx per endpoint."""
+
+    def __init__(self, app: FastAPI):
+        self.loop = asyncio.new_event_loop()
+        # raise_app_exceptions=False: an unhandled exception is what a real client sees, a 500.
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        self.client = httpx.AsyncClient(transport=transport, base_url="http://svclog")
+        self.tried: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.failures: list[tuple[str, int, str]] = []
+
+    def request(self, endpoint: str, method: str, url: str, **kwargs: Any) -> httpx.Response:
+        kwargs["headers"] = raw_headers(kwargs.get("headers"))
+        params = kwargs.pop("params", None)
+        if params:
+            url += "?" + form_encode(params)
+        data = kwargs.pop("data", None)
+        if data:
+            kwargs["content"] = form_encode(data).encode("ascii")
+            kwargs["headers"].append((b"content-type", b"application/x-www-form-urlencoded"))
+        resp = self.loop.run_until_complete(self.client.request(method, url, timeout=30, **kwargs))
+        record(self, endpoint, resp, url)
+        return resp
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.client.aclose())
+        self.loop.close()
+
+
+def form_encode(params: dict[str, str] | list[tuple[str, str]]) -> str:
+    """URL-encode like a browser would, but let lone surrogates through as the invalid UTF-8 they encode."""
+    pairs = params.items() if isinstance(params, dict) else params
+    return urlencode(list(pairs), encoding="utf-8", errors="surrogatepass")
+
+
+def raw_headers(headers: dict[str, str] | None) -> list[tuple[bytes, bytes]]:
+    """Header values as bytes, so non-ASCII tenants reach the server as a client could send them."""
+    return [(k.encode("latin-1"), v.encode("utf-8", "surrogatepass")) for k, v in (headers or {}).items()]
+
+
+def record(counter: Any, endpoint: str, resp: httpx.Response, what: str) -> None:
+    counter.tried[endpoint] += 1
+    if resp.status_code >= 500:
+        counter.errors[endpoint] += 1
+        counter.failures.append((endpoint, resp.status_code, f"{what}: {resp.text[:300]}"))
+
+
+def report(title: str, tried: Counter, errors: Counter, seconds: float) -> str:
+    lines = [f"\n== {title}: inputs tried per endpoint ({seconds:.1f} s) =="]
+    for endpoint in sorted(tried):
+        lines.append(f"  {endpoint:<22} tried={tried[endpoint]:>5}  5xx={errors[endpoint]}")
+    lines.append(f"  {'TOTAL':<22} tried={sum(tried.values()):>5}  5xx={sum(errors.values())}")
+    return "\n".join(lines)
+
+
+class Stopwatch:
+    def __init__(self) -> None:
+        self.began = time.perf_counter()
+
+    def __call__(self) -> float:
+        return time.perf_counter() - self.began
+
+
+Seed = Callable[[Client], None]
