@@ -91,7 +91,7 @@ class IngesterPool:
     def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
                shard: tuple[int, int] | None, line_filters: tuple = ()) -> tuple[list[tuple[Labels, pa.Table]], int]:
         results = self._fan_out("select", tenant, matchers, start, end, shard, line_filters)
-        return [item for result in results for item in result], len(results)
+        return [item for packed in results for item in packed.unpack()], len(results)
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]:
         return [labels for result in self._fan_out("series", tenant, matchers, start, end) for labels in result]

@@ -95,7 +95,7 @@ class IngesterActor:
         self.ingester.push(tenant, streams)
 
     def select(self, tenant, matchers, start, end, shard, line_filters=()):
-        return self.ingester.select(tenant, matchers, start, end, shard, line_filters)
+        return self.ingester.select_packed(tenant, matchers, start, end, shard, line_filters)
 
     def series(self, tenant, matchers, start, end):
         return self.ingester.series(tenant, matchers, start, end)

@@ -16,7 +16,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from svclog.chunk.head import SealedChunk
-from svclog.ingester.instance import TenantInstance
+from svclog.ingester.instance import PackedStreams, TenantInstance
 from svclog.ingester.tail import TailRegistry
 from svclog.ingester.wal import WAL
 from svclog.model import Labels, Matcher, StreamColumns
@@ -103,6 +103,13 @@ class Ingester:
         with self._lock:
             instance = self.tenants.get(tenant)
             return instance.select(matchers, start, end, shard, line_filters) if instance else []
+
+    def select_packed(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
+                      shard: tuple[int, int] | None = None, line_filters: tuple = ()):
+        with self._lock:
+            instance = self.tenants.get(tenant)
+            streams = instance.select(matchers, start, end, shard, line_filters) if instance else []
+        return PackedStreams.pack(streams)  # the copy into one table runs outside the lock
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
         with self._lock:

@@ -1,6 +1,7 @@
 """MemoryStream: one stream's unflushed data in an ingester (head block + sealed chunks)."""
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -53,9 +54,7 @@ class MemoryStream:
             parts.append(self.head.table())
         out = []
         for table in parts:
-            ts = table.column("ts")
-            mask = pc.and_(pc.greater_equal(ts, start), pc.less(ts, end))
-            out.append(table.filter(mask))
+            out.append(_time_window(table, start, end, sorted_=table is not parts[-1] or not len(self.head)))
         return [t for t in out if t.num_rows]
 
     def snapshot(self) -> list[pa.Table]:
@@ -67,3 +66,13 @@ class MemoryStream:
     @property
     def memory_bytes(self) -> int:
         return self.head.raw_bytes + sum(c.raw_bytes for c in self.sealed)
+
+
+def _time_window(table: pa.Table, start: int, end: int, *, sorted_: bool) -> pa.Table:
+    """Rows with start <= ts < end; sealed chunks are sorted, so a zero-copy slice does."""
+    ts = table.column("ts")
+    if sorted_:
+        values = ts.to_numpy()
+        lo, hi = np.searchsorted(values, [start, end], side="left")
+        return table if (lo, hi) == (0, table.num_rows) else table.slice(int(lo), int(hi - lo))
+    return table.filter(pc.and_(pc.greater_equal(ts, start), pc.less(ts, end)))

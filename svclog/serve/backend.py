@@ -20,7 +20,7 @@ class ServeBackend:
         self.ingesters = ingesters
 
     async def push(self, tenant, body, content_type, content_encoding):
-        return _raise_if_error(await self.distributor.push.remote(tenant, body, content_type, content_encoding))
+        return _raise_if_error(await self.distributor.push(tenant, body, content_type, content_encoding))
 
     async def query(self, tenants, request, actor_path=()):
         return _raise_if_error(await self.frontend.query.remote(tenants, request, actor_path))

@@ -59,7 +59,12 @@ add_otlp_routes(app, runtime.push_streams, runtime.auth_enabled, runtime.max_bod
 add_tail_routes(app, runtime.ingester_pool, runtime.query_logs, runtime.auth_enabled, runtime.config)
 
 
-class DistributorDeployment:
+class HostedDistributor:
+    """The distributor, hosted in the HTTP entry's replicas: a push body is decoded, validated
+    and sent to the ingesters from the process that received it. A separate deployment
+    would ship every body through one more Ray hop, which measured as the costliest part of
+    ingestion on 2 cores; replicas of the entry scale the distributor with it."""
+
     def __init__(self, cfg: Config):
         self.cfg = cfg
         ring = RingClient()
@@ -170,8 +175,12 @@ class QueryFrontendDeployment:
 
 @serve.ingress(app)
 class Gateway:
-    def __init__(self, cfg: Config, distributor, frontend):
+    """The HTTP entry: hosts the distributor (write path) and forwards reads to the query frontend."""
+
+    def __init__(self, cfg: Config, frontend):
         pool = IngesterPool(RingClient(), cfg.common.replication_factor)
+        components = targets.components(cfg.targets())
+        distributor = HostedDistributor(cfg) if "distributor" in components else None
         runtime.configure(cfg, distributor)
         runtime.set_query_frontend(frontend)
         set_handlers(Handlers(
@@ -205,13 +214,9 @@ def autoscaling_config(cfg: Config, max_ongoing_requests: int) -> dict:
 def build_application(cfg: Config, num_queriers: int, components: frozenset[str] = frozenset(targets.COMPONENTS)):
     """The bound Serve application: gateway -> distributor and query frontend (those the targets run)."""
     serve_cpus = cfg.ray.serve_num_cpus
-    distributor = serve.deployment(DistributorDeployment, name="distributor",
-                                   ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64,
-                                   autoscaling_config=autoscaling_config(cfg, 64))
     frontend = serve.deployment(QueryFrontendDeployment, name="query-frontend",
                                 ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64,
                                 autoscaling_config=autoscaling_config(cfg, 64))
     gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": serve_cpus},
                                max_ongoing_requests=128, autoscaling_config=autoscaling_config(cfg, 128))
-    return gateway.bind(cfg, distributor.bind(cfg) if "distributor" in components else None,
-                        frontend.bind(cfg, num_queriers) if components & {"query-frontend", "querier"} else None)
+    return gateway.bind(cfg, frontend.bind(cfg, num_queriers) if components & {"query-frontend", "querier"} else None)

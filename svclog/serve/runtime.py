@@ -72,8 +72,8 @@ def pattern_actor() -> Any | None:
 
 
 async def push_streams(tenant: str, streams: list) -> Any:
-    """Push already-decoded streams (OTLP) through the distributor deployment."""
-    return await _state["distributor"].push_decoded.remote(tenant, streams)
+    """Push already-decoded streams (OTLP) through the distributor hosted by this replica."""
+    return await _state["distributor"].push_decoded(tenant, streams)
 
 
 # ---------------------------------------------------------------- tail (svclog/serve/tail_routes.py)

@@ -100,3 +100,14 @@ def test_stream_limit_refuses_new_streams_without_logging_them(parts):
     ing.push("t1", [_stream("a", [2], ["z"])])  # existing stream still accepted
     again = _ingester(tmp, chunks)
     assert [labels.to_dict() for labels in again.series("t1", (), 0, 10)] == [{"app": "a"}]
+
+
+def test_packed_select_round_trips_streams_in_one_table(parts):
+    tmp, _, chunks = parts
+    ing = _ingester(tmp, chunks)
+    ing.push("t1", [_stream("a", [1, 2], ["x", "y"]), _stream("b", [3], ["z"])])
+    packed = ing.select_packed("t1", (), 0, 10)
+    assert packed.table.num_rows == 3 and len(packed.labels) == 2
+    unpacked = {labels.get("app"): t.column("line").to_pylist() for labels, t in packed.unpack()}
+    assert unpacked == {"a": ["x", "y"], "b": ["z"]}
+    assert ing.select_packed("nobody", (), 0, 10).unpack() == []
