@@ -11,6 +11,10 @@ USAGE = """usage: svclog serve [-config.file=FILE] [--address=RAY_ADDRESS] [-tar
 
 Starts svclog on Ray (a local Ray instance unless --address joins a cluster) and
 serves the HTTP API (default http://127.0.0.1:3100).
+
+       svclog query|query-range|labels|series|tail|push ... [--addr URL] [--org-id TENANT]
+
+Talk to a running service (see `svclog <command> --help`).
 """
 
 
@@ -62,6 +66,10 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     if command == "serve":
         return serve_main(rest)
+    if command in ("query", "query-range", "labels", "series", "tail", "push"):
+        from svclog.cli_commands import run
+
+        return run(command, rest)
     if command.startswith("-"):  # flags only: serve is the default command
         return serve_main(argv)
     print(f"svclog: unknown command {command!r}\n{USAGE}", file=sys.stderr)
