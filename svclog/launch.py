@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import ray
@@ -29,6 +30,10 @@ APP_NAME = "svclog"
 def connect(cfg: Config) -> None:
     if ray.is_initialized():
         return
+    if cfg.ray.serve_haproxy:
+        # read by the Serve controller, which inherits this process's environment on a local
+        # cluster; on a joined cluster the nodes must set it themselves (cluster.yaml does)
+        os.environ.setdefault("RAY_SERVE_ENABLE_HA_PROXY", "1")
     address = cfg.ray.address or None
     kwargs = {"namespace": NAMESPACE, "include_dashboard": bool(cfg.ray.dashboard),
               "log_to_driver": False, "configure_logging": False}

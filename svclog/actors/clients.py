@@ -8,6 +8,7 @@ import pyarrow as pa
 import ray
 
 from svclog.actors.options import NAMESPACE, RING_NAME
+from svclog.ingester.payload import encode_batch
 from svclog.model import Labels, Matcher, StreamColumns
 from svclog.ring.ring import Ring
 
@@ -58,7 +59,8 @@ class IngesterPool:
         errors: dict[str, Exception | None] = {}
         for member_id, streams in assignments.items():
             try:
-                refs[member_id] = self.handle(ring.members[member_id].address).push.remote(tenant, streams)
+                payload = encode_batch(tenant, streams)
+                refs[member_id] = self.handle(ring.members[member_id].address).push_payload.remote(payload)
             except Exception as err:  # actor missing: counts against the quorum
                 errors[member_id] = err
         for member_id, ref in refs.items():

@@ -91,6 +91,9 @@ class IngesterActor:
     def ready(self) -> str:
         return self.instance_id
 
+    def push_payload(self, payload: bytes) -> None:
+        self.ingester.push_payload(payload)
+
     def push(self, tenant, streams) -> None:
         self.ingester.push(tenant, streams)
 

@@ -82,5 +82,8 @@ class RayConfig:
     querier_num_cpus: float = 0.2
     serve_num_cpus: float = 0.2
     scheduler_num_cpus: float = 0.05
+    # Ray Serve's HAProxy front end instead of its Python HTTP proxy: measured 2x the push
+    # throughput on 2 cores (the Python proxy re-sends every body to the replica).
+    serve_haproxy: bool = True
     dashboard: bool = False
     object_store_memory: int | None = field(default=None, metadata={"kind": BYTES})  # None = Ray's default

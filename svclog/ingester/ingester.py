@@ -16,6 +16,7 @@ from typing import Protocol
 import pyarrow as pa
 
 from svclog.chunk.head import SealedChunk
+from svclog.ingester.payload import decode_batch
 from svclog.ingester.instance import PackedStreams, TenantInstance
 from svclog.ingester.tail import TailRegistry
 from svclog.ingester.wal import WAL
@@ -68,17 +69,26 @@ class Ingester:
 
     # ------------------------------------------------------------ write path
 
-    def push(self, tenant: str, streams: list[StreamColumns]) -> None:
+    def push_payload(self, payload: bytes) -> None:
+        """A push in its wire form (see payload.py): logged to the WAL as received when whole."""
+        tenant, streams = decode_batch(payload)
+        self.push(tenant, streams, encoded=payload)
+
+    def push(self, tenant: str, streams: list[StreamColumns], encoded: bytes | None = None) -> None:
         """Log to the WAL, then apply; returns only when the entries are durable in the WAL."""
         if not streams:
             return
         with self._lock:
             instance = self._instance(tenant)
             # The stream limit is applied before the WAL write, so refused streams leave nothing to replay.
+            given = len(streams)
             streams, refused = instance.admit(streams)
             if streams:
                 if self.wal is not None:
-                    self.wal.append((tenant, [(s.labels.items, s.ts, s.lines, s.metadata) for s in streams]))
+                    if encoded is not None and len(streams) == given:
+                        self.wal.append((None, encoded))  # None tenant: an encoded batch
+                    else:
+                        self.wal.append((tenant, [(s.labels.items, s.ts, s.lines, s.metadata) for s in streams]))
                 lines, size = instance.push(streams, time.time_ns())
                 self.stats.pushed_lines += lines
                 self.stats.pushed_bytes += size
@@ -189,8 +199,11 @@ class Ingester:
                 instance.push([StreamColumns(Labels(label_items), columns["ts"], columns["line"],
                                              _metadata_pairs(columns["metadata"]))], now)
         for tenant, streams in records:
-            self._instance(tenant).push(
-                [StreamColumns(Labels(items), ts, lines, md) for items, ts, lines, md in streams], now)
+            if tenant is None:
+                tenant, columns = decode_batch(streams)
+            else:
+                columns = [StreamColumns(Labels(items), ts, lines, md) for items, ts, lines, md in streams]
+            self._instance(tenant).push(columns, now)
             count += 1
         self.stats.replayed_records = count
         if snapshot or count:

@@ -111,3 +111,18 @@ def test_packed_select_round_trips_streams_in_one_table(parts):
     unpacked = {labels.get("app"): t.column("line").to_pylist() for labels, t in packed.unpack()}
     assert unpacked == {"a": ["x", "y"], "b": ["z"]}
     assert ing.select_packed("nobody", (), 0, 10).unpack() == []
+
+
+def test_encoded_batches_are_logged_verbatim_and_replayed(parts):
+    from svclog.ingester.payload import decode_batch, encode_batch
+
+    tmp, _, chunks = parts
+    ing = _ingester(tmp, chunks)
+    batch = [_stream("a", [1, 2], ["x", "y"], [[("k", "v")], None])]
+    payload = encode_batch("t1", batch)
+    assert decode_batch(payload)[0] == "t1"
+    ing.push_payload(payload)
+    again = _ingester(tmp, chunks)
+    table = again.select("t1", (APP_A,), 0, 10)[0][1]
+    assert table.column("line").to_pylist() == ["x", "y"]
+    assert table.column("metadata").to_pylist()[0] == [("k", "v")]
