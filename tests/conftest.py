@@ -26,8 +26,43 @@ class Service:
         return ray.get(self.handles["ingesters"][index].pid.remote(), timeout=60)
 
 
+class Receiver:
+    """A real HTTP endpoint recording POSTs: stands in for Alertmanager and a remote-write target."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        self.requests: list[tuple[str, dict, bytes]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                outer.requests.append((self.path, dict(self.headers), body))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def posted(self, path_prefix: str) -> list[tuple[str, dict, bytes]]:
+        return [r for r in list(self.requests) if r[0].startswith(path_prefix)]
+
+
 @pytest.fixture(scope="session")
-def svc(tmp_path_factory):
+def receiver():
+    rec = Receiver()
+    yield rec
+    rec.server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def svc(tmp_path_factory, receiver):
     """A running svclog (local Ray, real Serve HTTP) shared by every end-to-end test."""
     import httpx
 
@@ -44,6 +79,11 @@ def svc(tmp_path_factory):
         "-ray.num-ingesters=2", "-ray.num-queriers=2", "-limits.reject-old-samples=false",
         "-ingester.flush-check-period=1s", "-limits.max-entries-limit-per-query=100000",
         f"-runtime-config.file={overrides}", "-runtime-config.reload-period=1s",
+        # ruler and compactor fast enough for end-to-end tests, reporting to the test receiver
+        "-ruler.enable-api=true", f"-ruler.alertmanager-url={receiver.url}/alertmanager",
+        "-ruler.evaluation-interval=1s", "-ruler.poll-interval=1s", "-ruler.remote-write.enabled=true",
+        f"-ruler.remote-write.client.url={receiver.url}/api/v1/write", "-compactor.retention-enabled=true",
+        "-compactor.compaction-interval=2s", "-compactor.delete-request-cancel-period=1s",
     ])
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     handles = topology.start(cfg)

@@ -18,6 +18,7 @@ from svclog.logql.printer import format_query
 from svclog.model import NotFoundError, SvcError, ValidationError, parse_tenants, single_tenant
 from svclog.querier.volume import validate_aggregate_by
 from svclog.scheduler.actor_path import actor_path_from_headers
+from svclog.serve.codecs.parquet import to_parquet, wants_parquet
 from svclog.serve.errors import BodyTooLarge, error_response
 from svclog.serve.legacy import legacy_query_body
 from svclog.serve.request_params import read_params
@@ -96,6 +97,8 @@ class Handlers:
             req = qp.instant_request(form) if instant else qp.range_request(form)
             data = await self.backend.query(tenants, req, actor_path_from_headers(request.headers))
             telemetry.record_query(endpoint, 200, time.perf_counter() - began)
+            if wants_parquet(request.headers.get("accept")):
+                return Response(to_parquet(data), media_type="application/vnd.apache.parquet")
             return _json({"status": "success", "data": data})
         except SvcError as err:
             telemetry.record_query(endpoint, int(getattr(err, "status", 400)), time.perf_counter() - began)

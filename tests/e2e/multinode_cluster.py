@@ -104,6 +104,8 @@ def run(data_dir: str) -> dict:
     from svclog.config import load_config, wal_dir
     from svclog.ring.ring import Ring
 
+    # Three "nodes" share one IP here: HAProxy (one listener per node) cannot; use Serve's own proxy.
+    os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "0"
     began = time.time()
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
     workers = [cluster.add_node(num_cpus=2) for _ in range(2)]
@@ -119,6 +121,7 @@ def run(data_dir: str) -> dict:
         "-common.replication-factor=3", "-ray.num-ingesters=3", "-ray.num-queriers=2",
         "-querier.query-ingesters-within=0", "-limits.reject-old-samples=false",
         "-limits.max-entries-limit-per-query=100000", "-ingester.flush-check-period=1s",
+        "-ray.serve-haproxy=false",
     ])
     handles = topology.start(cfg)
     url = f"http://127.0.0.1:{port}"
