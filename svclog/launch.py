@@ -65,11 +65,9 @@ def start(cfg: Config) -> dict:
         backends.append(RemoteScheduler.options(**scheduler_options(cfg)).remote(cfg))
     if "querier" in wanted:
         queriers = [RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus,
-                                                            cfg.querier.max_concurrent)).remote(cfg)
+                                                            cfg.querier.max_concurrent)).remote(cfg, f"querier-{i}")
                     for i in range(max(1, cfg.ray.num_queriers))]
         ray.get([q.ready.remote() for q in queriers])
-        for index, querier in enumerate(queriers):
-            querier.start_pulling.remote(f"querier-{index}", cfg.querier.max_concurrent)
     if "compactor" in wanted:
         backends.append(RemoteCompactor.options(**compactor_options()).remote(cfg))
     if "ruler" in wanted:

@@ -28,12 +28,16 @@ def querier_settings(cfg: Config) -> QuerierSettings:
 
 
 class QuerierActor:
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config, querier_id: str | None = None):
         store = ObjectStore(object_store_uri(cfg))
         pool = IngesterPool(RingClient(), cfg.common.replication_factor)
         self._pullers: list[threading.Thread] = []
         self.querier = Querier(IndexReader(store), ChunkStore(store), pool, querier_settings(cfg),
                                deletes=QueryTimeDeletes(DeleteRequestStore(store)))
+        if querier_id is not None:
+            # pulling starts with the process, so a querier Ray restarts after a crash pulls again
+            # (and its new process id tells the scheduler to re-queue what the old one was running)
+            self.start_pulling(querier_id, cfg.querier.max_concurrent)
 
     def ready(self) -> bool:
         return True
@@ -48,7 +52,10 @@ class QuerierActor:
             self._pullers.append(thread)
 
     def _pull_loop(self, querier_id: str) -> None:
-        scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+        scheduler = _try_actor(SCHEDULER_NAME)
+        while scheduler is None:  # the backend group (scheduler) may start after the read group
+            time.sleep(1.0)
+            scheduler = _try_actor(SCHEDULER_NAME)
         incarnation = str(os.getpid())  # lets the scheduler requeue work of a dead predecessor
         while True:
             try:
