@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 
 import ray
@@ -34,12 +35,23 @@ def connect(cfg: Config) -> None:
         # read by the Serve controller, which inherits this process's environment on a local
         # cluster; on a joined cluster the nodes must set it themselves (cluster.yaml does)
         os.environ.setdefault("RAY_SERVE_ENABLE_HA_PROXY", "1")
+        if cfg.ray.address is None:
+            # HAProxy's own metrics/stats listeners default to fixed ports: a second local
+            # instance (a dev server beside the tests) would fail to start on them
+            os.environ.setdefault("RAY_SERVE_HAPROXY_METRICS_PORT", str(_free_port()))
+            os.environ.setdefault("RAY_SERVE_HAPROXY_STATS_PORT", str(_free_port()))
     address = cfg.ray.address or None
     kwargs = {"namespace": NAMESPACE, "include_dashboard": bool(cfg.ray.dashboard),
               "log_to_driver": False, "configure_logging": False}
     if address is None and cfg.ray.object_store_memory:
         kwargs["object_store_memory"] = cfg.ray.object_store_memory
     ray.init(address=address, **kwargs)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def num_ingesters(cfg: Config) -> int:

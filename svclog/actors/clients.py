@@ -42,6 +42,8 @@ class RingClient:
 class IngesterPool:
     """Pusher and IngesterReader over the ingester actors named in the ring."""
 
+    applies_line_filters = True  # ingesters apply the request's leading line filters (pushdown)
+
     def __init__(self, ring: RingClient, replication_factor: int):
         self.ring = ring
         self.rf = replication_factor

@@ -55,6 +55,9 @@ def with_tenant_label(labels: Labels, tenant: str) -> Labels:
 
 
 class StoreSource:
+    # every block it yields already passed the request's leading line filters (pushdown)
+    applies_line_filters = True
+
     def __init__(self, tenants: list[str], index: IndexReader, chunks: ChunkStore,
                  ingesters: IngesterReader | None, *, query_ingesters_within: int = 0,
                  deletes: DeleteFilters | None = None):
@@ -96,10 +99,13 @@ class StoreSource:
             found, reached = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard,
                                                    request.line_filters)
             self.stats.ingester_reached += reached
+            filtered = getattr(self.ingesters, "applies_line_filters", False)
             for labels, table in found:
-                parts.setdefault(labels, []).append(table)
                 self.stats.ingester_lines += table.num_rows
                 self.stats.ingester_bytes += _line_bytes(table)
+                if not filtered:  # a reader that ignores the hint: filter here, the engine will not
+                    table = apply_line_filters(table, request.line_filters)
+                parts.setdefault(labels, []).append(table)
         refs = self.index.chunk_refs(tenant, matchers, request.start, request.end, request.shard)
         fetch = FetchStats()
         for labels, chunk_refs in refs.items():

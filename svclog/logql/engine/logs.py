@@ -12,7 +12,7 @@ from svclog.logql import ast
 from svclog.logql.engine import stages_bridge as sb
 from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import Stream, StreamsResult
-from svclog.logql.engine.samples import leading_line_filters
+from svclog.logql.engine.samples import leading_line_filters, remaining_stages
 from svclog.logql.source import LogSource, SelectRequest
 from svclog.model import Labels
 
@@ -20,7 +20,7 @@ from svclog.model import Labels
 def evaluate_logs(query: ast.LogQuery, params: QueryParams, source: LogSource) -> StreamsResult:
     request = SelectRequest(matchers=query.selector.matchers, start=params.start, end=params.end,
                             line_filters=leading_line_filters(query))
-    pipeline = sb.build_pipeline(query.stages)
+    pipeline = sb.build_pipeline(remaining_stages(query, source))
     series: dict[Labels, list[tuple[np.ndarray, pa.Array]]] = {}
     for block in source.select_logs(request):
         batch = pipeline.process(sb.block_to_batch(block))

@@ -37,12 +37,22 @@ def leading_line_filters(query: ast.LogQuery) -> tuple:
     return tuple(out)
 
 
+def remaining_stages(query: ast.LogQuery, source: LogSource) -> tuple:
+    """The pipeline the engine still has to run: a source that declares `applies_line_filters`
+    has already dropped what the leading line filters would (running them twice costs a scan)."""
+    if getattr(source, "applies_line_filters", False):
+        leading = leading_line_filters(query)
+        sb.build_pipeline(leading)  # still validated here: a bad regex is a 400, whoever runs it
+        return query.stages[len(leading):]
+    return query.stages
+
+
 def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: int) -> list[SampleSeries]:
     """Samples of every series of `log_range` with timestamps in [start, end)."""
     query = log_range.query
     request = SelectRequest(matchers=query.selector.matchers, start=start, end=end,
                             line_filters=leading_line_filters(query))
-    pipeline = sb.build_pipeline(query.stages)
+    pipeline = sb.build_pipeline(remaining_stages(query, source))
     parts: dict[Labels, list[tuple[np.ndarray, np.ndarray]]] = {}
     for block in source.select_logs(request):
         batch = pipeline.process(sb.block_to_batch(block))

@@ -36,6 +36,7 @@ class ShardedSource:
     def __init__(self, inner: LogSource, shard: Shard):
         self.inner = inner
         self.shard = shard
+        self.applies_line_filters = getattr(inner, "applies_line_filters", False)
 
     def select_logs(self, request: SelectRequest) -> Iterable[StreamBlock]:
         return self.inner.select_logs(replace(request, shard=self.shard))
