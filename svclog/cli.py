@@ -50,6 +50,9 @@ def serve_main(args: list[str]) -> int:
 
     def shutdown(signum, frame):
         topology.stop(handles)
+        from ray import serve
+
+        serve.shutdown()  # also stops Serve's HAProxy, which would otherwise keep the port
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, shutdown)

@@ -32,7 +32,8 @@ class QuerierActor:
         store = ObjectStore(object_store_uri(cfg))
         pool = IngesterPool(RingClient(), cfg.common.replication_factor)
         self._pullers: list[threading.Thread] = []
-        self.querier = Querier(IndexReader(store), ChunkStore(store), pool, querier_settings(cfg),
+        # a bounded chunk cache per querier process (repeated dashboard queries hit it)
+        self.querier = Querier(IndexReader(store), ChunkStore(store, cache_bytes=64 << 20), pool, querier_settings(cfg),
                                deletes=QueryTimeDeletes(DeleteRequestStore(store)))
         if querier_id is not None:
             # pulling starts with the process, so a querier Ray restarts after a crash pulls again

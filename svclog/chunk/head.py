@@ -53,38 +53,43 @@ class SealedChunk:
 
 
 class HeadBlock:
-    """Appendable entries of one stream; materialised to Arrow lazily and cached."""
+    """Appendable entries of one stream, kept as Arrow record batches (one per append).
+
+    Python lists of strings cost several times the raw bytes; Arrow buffers cost the bytes.
+    The concatenated table is built lazily and cached until the next append.
+    """
 
     def __init__(self) -> None:
-        self.ts: list[int] = []
-        self.lines: list[str] = []
-        self.metadata: list[list[tuple[str, str]] | None] = []
+        self._parts: list[pa.RecordBatch] = []
+        self._count = 0
         self.raw_bytes = 0
         self.min_ts = 0
         self.max_ts = 0
         self._table: pa.Table | None = None
 
     def __len__(self) -> int:
-        return len(self.ts)
+        return self._count
 
     def append(self, ts: list[int], lines: list[str], metadata: list | None, raw_bytes: int) -> None:
-        if not self.ts:
+        if not self._count:
             self.min_ts, self.max_ts = min(ts), max(ts)
         else:
             self.min_ts, self.max_ts = min(self.min_ts, min(ts)), max(self.max_ts, max(ts))
-        self.ts.extend(ts)
-        self.lines.extend(lines)
-        self.metadata.extend(metadata if metadata is not None else [None] * len(ts))
+        md_type = CHUNK_SCHEMA.field("metadata").type
+        self._parts.append(pa.record_batch(
+            [pa.array(ts, pa.int64()), pa.array(lines, pa.string()),
+             pa.array(metadata, md_type) if metadata is not None else pa.nulls(len(ts), md_type)],
+            schema=CHUNK_SCHEMA))
+        self._count += len(ts)
         self.raw_bytes += raw_bytes
         self._table = None
 
     def table(self) -> pa.Table:
         if self._table is None:
-            self._table = pa.table(
-                [pa.array(self.ts, pa.int64()), pa.array(self.lines, pa.string()),
-                 pa.array(self.metadata, CHUNK_SCHEMA.field("metadata").type)],
-                schema=CHUNK_SCHEMA,
-            )
+            table = pa.Table.from_batches(self._parts, schema=CHUNK_SCHEMA).combine_chunks()
+            # keep one batch: the next append concatenates two parts, not hundreds
+            self._parts = table.to_batches() or []
+            self._table = table
         return self._table
 
     def seal(self) -> SealedChunk:
