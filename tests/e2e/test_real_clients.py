@@ -72,7 +72,7 @@ def test_python_logging_loki_handler(svc):
     logger.error("payment failed")
     assert failures == []
 
-    streams = _read_back(Client(svc.url, tenant=TENANT), f'{{app="pll", run="{run}"}}', start, want=3)
+    streams = _read_back(Client(svc.url, tenant=TENANT, timeout=120), f'{{app="pll", run="{run}"}}', start, want=3)
     base = {"app": "pll", "run": run, "logger": logger.name}
     assert _entries(streams) == [
         ({**base, "severity": "info"}, "user logged in"),
@@ -95,7 +95,7 @@ def test_loki_logger_handler(svc):
     logger.warning("stock low", extra={"component": "checkout", "trace_id": "t-2"})
     handler.flush_event.set()  # send now rather than at the next flush interval
 
-    streams = _read_back(Client(svc.url, tenant=TENANT), f'{{app="llh", run="{run}"}}', start, want=2)
+    streams = _read_back(Client(svc.url, tenant=TENANT, timeout=120), f'{{app="llh", run="{run}"}}', start, want=2)
     assert not handler.error
     entries = _entries(streams)
     labels = {"app": "llh", "run": run, "component": "checkout", "source": "e2e"}
@@ -127,7 +127,7 @@ def test_opentelemetry_sdk_over_otlp_http(svc, monkeypatch):
     finally:
         provider.shutdown()
 
-    client = Client(svc.url, tenant=TENANT)
+    client = Client(svc.url, tenant=TENANT, timeout=120)
     streams = _read_back(client, f'{{service_name="otel-{run}"}}', start, want=2)
     entries = _entries(streams)
     assert [line for _, line in entries] == ["cart created", "checkout failed"]
@@ -150,7 +150,7 @@ def test_grafana_style_health_check(svc):
     body = resp.json()
     assert body["status"] == "success" and body["data"]["resultType"] == "vector"
     assert [sample["value"][1] for sample in body["data"]["result"]] == ["2"]
-    assert Client(svc.url, tenant=TENANT, prefix="/loki/api/v1").query("vector(1)+vector(1)")["result"][0][
+    assert Client(svc.url, tenant=TENANT, prefix="/loki/api/v1", timeout=120).query("vector(1)+vector(1)")["result"][0][
         "value"][1] == "2"
 
 
@@ -187,7 +187,7 @@ def test_svclog_client_round_trip(svc):
 
 def test_client_tail_receives_entries_pushed_after_connect(svc):
     run = _run_id()
-    client = Client(svc.url, tenant=TENANT)
+    client = Client(svc.url, tenant=TENANT, timeout=120)
     messages = client.tail(f'{{app="tail-client", run="{run}"}}', start=time.time_ns())
     received: list[dict] = []
     reader = threading.Thread(target=lambda: received.append(next(messages)), daemon=True)
