@@ -59,6 +59,10 @@ add_otlp_routes(app, runtime.push_streams, runtime.auth_enabled, runtime.max_bod
 add_tail_routes(app, runtime.ingester_pool, runtime.query_logs, runtime.auth_enabled, runtime.config)
 
 
+class ErrorTimeout(SvcError):
+    status = 504
+
+
 class HostedDistributor:
     """The distributor, hosted in the HTTP entry's replicas: a push body is decoded, validated
     and sent to the ingesters from the process that received it. A separate deployment
@@ -128,17 +132,43 @@ class QueryFrontendDeployment:
             self._scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
         return self._scheduler
 
+    # A sub-query whose answer has not come after this long is queued again (reads are
+    # idempotent; the first answer wins): covers work lost with a querier that died between
+    # taking it and the scheduler noticing the restart.
+    SUBQUERY_PATIENCE_S = 30.0
+
+    async def _run(self, tenants, actor_path, items) -> list:
+        key = "|".join(tenants)
+        tickets = await self.scheduler.enqueue.remote(key, actor_path, items)
+        deadline = time.monotonic() + self.timeout
+
+        async def one(item, ticket):
+            for attempt in range(3):
+                wait = min(deadline - time.monotonic(), self.SUBQUERY_PATIENCE_S)
+                if wait <= 0:
+                    break
+                try:
+                    return await self.scheduler.result.remote(ticket, wait)
+                except ray.exceptions.RayTaskError as err:
+                    if not isinstance(getattr(err, "cause", None), (TimeoutError, asyncio.TimeoutError)):
+                        raise
+                self.scheduler.cancel.remote([ticket])
+                (ticket,) = await self.scheduler.enqueue.remote(key, actor_path, [item])
+            self.scheduler.cancel.remote([ticket])
+            raise ErrorTimeout(f"query timed out after {self.timeout:g}s")
+
+        try:
+            return list(await asyncio.gather(*(one(item, t) for item, t in zip(items, tickets))))
+        except BaseException:
+            self.scheduler.cancel.remote(tickets)
+            raise
+
     async def query(self, tenants, request, actor_path=()):
         try:
             plan = self.frontend.plan(request)
             began = time.perf_counter()
             items = [(tenants, sub) for sub in plan.subqueries]
-            tickets = await self.scheduler.enqueue.remote("|".join(tenants), tuple(actor_path), items)
-            try:
-                boxed = await self.scheduler.results.remote(tickets, self.timeout)
-            except BaseException:
-                self.scheduler.cancel.remote(tickets)
-                raise
+            boxed = await self._run(tenants, tuple(actor_path), items)
             partials = list(await asyncio.gather(*(box[0] for box in boxed)))
             queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
             return self.frontend.respond(plan, partials, time.perf_counter() - began, queue)
