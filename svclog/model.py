@@ -8,10 +8,10 @@ import enum
 import hashlib
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Iterable, Mapping, NamedTuple
-
+from datetime import UTC, datetime, timezone
+from typing import NamedTuple
 
 # ---------------------------------------------------------------- errors
 
@@ -106,7 +106,7 @@ class Labels:
         return (Labels, (self._items,))
 
     @classmethod
-    def from_dict(cls, mapping: Mapping[str, str]) -> "Labels":
+    def from_dict(cls, mapping: Mapping[str, str]) -> Labels:
         return cls(mapping.items())
 
     @property
@@ -137,7 +137,7 @@ class Labels:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Labels) and self._items == other._items
 
-    def __lt__(self, other: "Labels") -> bool:
+    def __lt__(self, other: Labels) -> bool:
         return self._items < other._items
 
     def __hash__(self) -> int:
@@ -151,16 +151,16 @@ class Labels:
     def __repr__(self) -> str:
         return f"Labels({self})"
 
-    def with_(self, **updates: str) -> "Labels":
+    def with_(self, **updates: str) -> Labels:
         merged = dict(self._items)
         merged.update(updates)
         return Labels(merged.items())
 
-    def without(self, names: Iterable[str]) -> "Labels":
+    def without(self, names: Iterable[str]) -> Labels:
         drop = set(names)
         return Labels((k, v) for k, v in self._items if k not in drop)
 
-    def keep(self, names: Iterable[str]) -> "Labels":
+    def keep(self, names: Iterable[str]) -> Labels:
         wanted = set(names)
         return Labels((k, v) for k, v in self._items if k in wanted)
 
@@ -316,7 +316,7 @@ def parse_rfc3339(value: str) -> int:
         raise ValidationError(f"cannot parse {value!r} to a valid timestamp")
     year, month, day, hour, minute, second, frac, zone = match.groups()
     try:
-        tz = timezone.utc
+        tz = UTC
         if zone not in ("Z", "z"):
             sign = 1 if zone[0] == "+" else -1
             from datetime import timedelta
@@ -331,7 +331,7 @@ def parse_rfc3339(value: str) -> int:
 
 def format_rfc3339(ts_ns: int) -> str:
     seconds, nanos = divmod(ts_ns, NS)
-    base = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    base = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
     if nanos:
         base += "." + f"{nanos:09d}".rstrip("0")
     return base + "Z"
@@ -359,34 +359,49 @@ def parse_prom_duration(text: str) -> int:
     return total
 
 
-# Go's time.ParseDuration, used by LogQL duration label filters and unwrap duration().
-_GO_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": NS,
-             "m": 60 * NS, "h": 3600 * NS}
-_GO_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+# Go's time.ParseDuration (exact integer arithmetic and Go's error messages), used by LogQL
+# duration label filters, unwrap duration() and config values.
+_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9,
+          "m": 60 * 10**9, "h": 3600 * 10**9}
+_NUMBER = re.compile(r"(\d*)(?:\.(\d*))?")
+_UNIT = re.compile(r"[^0-9.]*")
 
 
 def parse_go_duration(text: str) -> int:
-    """Go time.ParseDuration: `1h30m`, `1.5s`, `-250ms`, `300us`, `0` -> nanoseconds."""
+    """Nanoseconds; raises ValueError with Go's message on invalid input."""
     s = text
-    sign = 1
-    if s[:1] in "+-" and s:
-        sign = -1 if s[0] == "-" else 1
+    neg = False
+    if s and s[0] in "+-":
+        neg = s[0] == "-"
         s = s[1:]
     if s == "0":
         return 0
     if not s:
-        raise ValueError(f"invalid duration {text!r}")
+        raise ValueError(f"time: invalid duration {go_quote(text)}")
+    total = 0
     pos = 0
-    total = 0.0
     while pos < len(s):
-        match = _GO_PART.match(s, pos)
-        if not match:
-            raise ValueError(f"invalid duration {text!r}")
-        total += float(match.group(1)) * _GO_UNITS[match.group(2)]
-        pos = match.end()
-    if total > (1 << 63) - 1:  # Go's time.ParseDuration refuses what int64 cannot hold
-        raise ValueError(f"invalid duration {text!r}")
-    return sign * int(round(total))
+        if not (s[pos] == "." or s[pos].isdigit() and s[pos].isascii()):
+            raise ValueError(f"time: invalid duration {go_quote(text)}")
+        num = _NUMBER.match(s, pos)
+        whole, frac = num.group(1), num.group(2)
+        if not whole and not frac:
+            raise ValueError(f"time: invalid duration {go_quote(text)}")
+        pos = num.end()
+        unit = _UNIT.match(s, pos).group(0)
+        if not unit:
+            raise ValueError(f"time: missing unit in duration {go_quote(text)}")
+        if unit not in _UNITS:
+            raise ValueError(f"time: unknown unit {go_quote(unit)} in duration {go_quote(text)}")
+        pos += len(unit)
+        scale = _UNITS[unit]
+        total += int(whole or "0") * scale
+        if frac:
+            total += int(int(frac) * (scale / 10 ** len(frac)))
+        if total > 2**63 - 1:
+            raise ValueError(f"time: invalid duration {go_quote(text)}")
+    return -total if neg else total
+
 
 
 def format_go_duration(ns: int) -> str:
@@ -468,7 +483,7 @@ class StreamColumns:
         return PushStream(self.labels, [Entry(t, line, tuple(md) if md else ())
                                         for t, line, md in zip(self.ts, self.lines, metadata)])
 
-    def concat(self, other: "StreamColumns") -> "StreamColumns":
+    def concat(self, other: StreamColumns) -> StreamColumns:
         if self.metadata is None and other.metadata is None:
             metadata = None
         else:
@@ -476,7 +491,7 @@ class StreamColumns:
         return StreamColumns(self.labels, self.ts + other.ts, self.lines + other.lines, metadata)
 
     @classmethod
-    def from_push(cls, stream: PushStream) -> "StreamColumns":
+    def from_push(cls, stream: PushStream) -> StreamColumns:
         entries = stream.entries
         metadata = [list(e.metadata) if e.metadata else None for e in entries]
         return cls(stream.labels, [e.ts for e in entries], [e.line for e in entries],

@@ -15,7 +15,7 @@ import re
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from svclog.model import go_quote
+from svclog.model import go_quote, parse_go_duration
 
 # strconv.ParseFloat's decimal syntax plus its inf/infinity/nan spellings (no hex floats).
 _GO_FLOAT = r"^(?:[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?i:inf|infinity)|(?i:nan))$"
@@ -80,46 +80,8 @@ def _per_distinct(arr: pa.Array, convert) -> tuple[pa.Array, pa.Array]:
 
 # ---------------------------------------------------------------- Go time.ParseDuration
 
-_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9,
-          "m": 60 * 10**9, "h": 3600 * 10**9}
-_NUMBER = re.compile(r"(\d*)(?:\.(\d*))?")
-_UNIT = re.compile(r"[^0-9.]*")
-
-
-def go_parse_duration(text: str) -> int:
-    """Nanoseconds; raises ValueError with Go's message on invalid input."""
-    s = text
-    neg = False
-    if s and s[0] in "+-":
-        neg = s[0] == "-"
-        s = s[1:]
-    if s == "0":
-        return 0
-    if not s:
-        raise ValueError(f"time: invalid duration {go_quote(text)}")
-    total = 0
-    pos = 0
-    while pos < len(s):
-        if not (s[pos] == "." or s[pos].isdigit() and s[pos].isascii()):
-            raise ValueError(f"time: invalid duration {go_quote(text)}")
-        num = _NUMBER.match(s, pos)
-        whole, frac = num.group(1), num.group(2)
-        if not whole and not frac:
-            raise ValueError(f"time: invalid duration {go_quote(text)}")
-        pos = num.end()
-        unit = _UNIT.match(s, pos).group(0)
-        if not unit:
-            raise ValueError(f"time: missing unit in duration {go_quote(text)}")
-        if unit not in _UNITS:
-            raise ValueError(f"time: unknown unit {go_quote(unit)} in duration {go_quote(text)}")
-        pos += len(unit)
-        scale = _UNITS[unit]
-        total += int(whole or "0") * scale
-        if frac:
-            total += int(int(frac) * (scale / 10 ** len(frac)))
-        if total > 2**63 - 1:
-            raise ValueError(f"time: invalid duration {go_quote(text)}")
-    return -total if neg else total
+# Go time.ParseDuration lives in the leaf model; the unwrap converters use it.
+go_parse_duration = parse_go_duration
 
 
 # ---------------------------------------------------------------- go-humanize ParseBytes
