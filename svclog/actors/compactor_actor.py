@@ -24,15 +24,9 @@ def compactor_settings(cfg: Config) -> CompactorSettings:
         delete_request_cancel_period=comp.delete_request_cancel_period,
         delete_max_interval=comp.delete_max_interval,
         chunk_target_size=ing.chunk_target_size,
-        chunk_encoding=_chunk_codec(ing.chunk_encoding),
+        chunk_encoding=ing.chunk_encoding,
         chunk_block_size=ing.chunk_block_size,
     )
-
-
-def _chunk_codec(encoding: str) -> str:
-    encoding = str(encoding).lower()
-    return "lz4" if encoding.startswith("lz4") or encoding == "snappy" else (
-        "none" if encoding == "none" else "zstd")
 
 
 class CompactorActor:

@@ -44,7 +44,7 @@ class IngesterActor:
         self.cfg = cfg
         self.instance_id = instance_id
         store = ObjectStore(object_store_uri(cfg))
-        chunks = ChunkStore(store, encoding=_chunk_codec(cfg.ingester.chunk_encoding),
+        chunks = ChunkStore(store, encoding=cfg.ingester.chunk_encoding,
                             block_bytes=cfg.ingester.chunk_block_size)
         self._ring_client = RingClient(ttl=5.0)
         self.ingester = Ingester(ingester_settings(cfg, instance_id), chunks, stream_limit=self._stream_limit)
@@ -226,11 +226,6 @@ def _install_signal_hook(actor: IngesterActor) -> None:
                 os.kill(os.getpid(), sig)
 
         signal.signal(signum, handler)
-
-
-def _chunk_codec(encoding: str) -> str:
-    return {"snappy": "lz4", "lz4": "lz4", "none": "none", "gzip": "zstd", "zstd": "zstd"}.get(
-        str(encoding).lower(), "zstd")
 
 
 RemoteIngester = ray.remote(concurrency_groups={TAIL_GROUP: TAIL_GROUP_THREADS})(IngesterActor)

@@ -16,7 +16,9 @@ import pyarrow.compute as pc
 from svclog.logql.source import METADATA_TYPE
 
 CHUNK_SCHEMA = pa.schema([("ts", pa.int64()), ("line", pa.string()), ("metadata", METADATA_TYPE)])
-_CODECS = {"zstd", "lz4", "none", "snappy", "gzip"}
+# Every chunk_encoding the reference's config accepts, mapped to what Arrow IPC offers.
+_CODECS = {"none": None, "snappy": "lz4", "lz4": "lz4", "lz4-64k": "lz4", "lz4-256k": "lz4", "lz4-1m": "lz4",
+           "gzip": "zstd", "flate": "zstd", "zstd": "zstd"}
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ def _ipc_codec(encoding: str) -> str | None:
     encoding = (encoding or "zstd").lower()
     if encoding not in _CODECS:
         raise ValueError(f"unknown chunk encoding {encoding!r}")
-    return {"none": None, "snappy": "lz4", "lz4": "lz4", "gzip": "zstd", "zstd": "zstd"}[encoding]
+    return _CODECS[encoding]
 
 
 def encode_chunk(table: pa.Table, *, block_bytes: int = 256 * 1024, encoding: str = "zstd") -> bytes:

@@ -11,7 +11,7 @@ def _table(ts, lines, md=None):
                      "metadata": pa.array(md or [None] * len(ts), METADATA_TYPE)})
 
 
-@pytest.mark.parametrize("encoding", ["zstd", "lz4", "snappy", "none"])
+@pytest.mark.parametrize("encoding", ["zstd", "lz4", "snappy", "none", "lz4-256k", "flate", "gzip"])
 def test_round_trip_keeps_entries_and_metadata(encoding):
     table = _table([1, 2, 3], ["a", "b", "c"], [[("trace_id", "t1")], None, [("k", "v"), ("x", "y")]])
     data = decode_chunk(encode_chunk(table, encoding=encoding))
