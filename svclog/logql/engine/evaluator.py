@@ -5,7 +5,7 @@ Sample expressions evaluate to a `SeriesSet` (all steps at once) or to
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import singledispatch
 
 import numpy as np
@@ -13,6 +13,7 @@ import numpy as np
 from svclog.logql import ast
 from svclog.logql.engine import binops, functions, vector_agg
 from svclog.logql.engine.grouping import group_labels
+from svclog.logql.engine.hints import series_label_hints
 from svclog.logql.engine.logs import evaluate_logs
 from svclog.logql.engine.params import QueryParams, step_times, validate
 from svclog.logql.engine.range_agg import LOG_OPS, UNWRAP_OPS, windows
@@ -37,6 +38,7 @@ class EvalContext:
     params: QueryParams
     source: LogSource
     steps: np.ndarray  # evaluation times, int64 ns
+    label_hints: dict[int, frozenset[str]] = field(default_factory=dict)  # see hints.py
 
 
 def evaluate(expr: ast.Expr, params: QueryParams, source: LogSource,
@@ -47,7 +49,7 @@ def evaluate(expr: ast.Expr, params: QueryParams, source: LogSource,
             raise ValidationError("log queries are not supported as an instant query type, "
                                   "please change your query to a range query type")
         return evaluate_logs(expr, params, source)
-    ctx = EvalContext(params, source, step_times(params))
+    ctx = EvalContext(params, source, step_times(params), series_label_hints(expr))
     value = eval_sample(expr, ctx)
     if isinstance(value, SeriesSet):
         value = value.compact()
@@ -139,7 +141,8 @@ def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSe
     if node.op not in ops and node.op != "absent_over_time":
         raise ValidationError(f"invalid aggregation {node.op} "
                               f"{'with' if log_range.unwrap is not None else 'without'} unwrap")
-    samples = select_samples(log_range, ctx.source, int(ends[0]) - log_range.range + 1, int(ends[-1]) + 1)
+    samples = select_samples(log_range, ctx.source, int(ends[0]) - log_range.range + 1, int(ends[-1]) + 1,
+                             keep=ctx.label_hints.get(id(node)))
     if node.op == "absent_over_time":
         return _absent(log_range, samples, ends)
     _check_errors(samples, log_range)

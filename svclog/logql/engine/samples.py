@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 
 from svclog.logql import ast
 from svclog.logql.engine import stages_bridge as sb
+from svclog.logql.engine.hints import parser_labels
 from svclog.logql.engine.unwrap import unwrap_values
 from svclog.logql.source import LogSource, SelectRequest
 from svclog.model import Labels
@@ -47,12 +48,17 @@ def remaining_stages(query: ast.LogQuery, source: LogSource) -> tuple:
     return query.stages
 
 
-def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: int) -> list[SampleSeries]:
-    """Samples of every series of `log_range` with timestamps in [start, end)."""
+def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: int,
+                   keep: frozenset[str] | None = None) -> list[SampleSeries]:
+    """Samples of every series of `log_range` with timestamps in [start, end).
+
+    `keep` (hints.series_label_hints): the only labels the caller's answer depends on; series
+    then carry just those (plus errors), and the parser extracts only what is kept or read."""
     query = log_range.query
     request = SelectRequest(matchers=query.selector.matchers, start=start, end=end,
                             line_filters=leading_line_filters(query))
-    pipeline = sb.build_pipeline(remaining_stages(query, source))
+    extract = parser_labels(log_range, keep) if keep is not None else None
+    pipeline = sb.build_pipeline(remaining_stages(query, source), parser_labels=extract)
     parts: dict[Labels, list[tuple[np.ndarray, np.ndarray]]] = {}
     for block in source.select_logs(request):
         batch = pipeline.process(sb.block_to_batch(block))
@@ -62,11 +68,24 @@ def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: 
             values, batch = unwrap_values(batch, log_range.unwrap)
         else:
             values = _line_bytes(batch.line)
+        if keep is not None:
+            _project(batch, keep)
         ts = _int64(batch.ts)
         for labels, idx in sb.group_by_labels(batch):
             if len(idx):
                 parts.setdefault(labels, []).append((ts[idx], values[idx]))
     return [_merge(labels, chunks) for labels, chunks in parts.items()]
+
+
+def _project(batch, keep: frozenset[str]) -> None:
+    """Drop the per-entry labels outside `keep` (the stream's own stay: series stay per stream,
+    as the reference's are, so float sums add in the same grouping), unless an entry failed:
+    the error report names the series' labels, so a batch with errors keeps them all."""
+    error = batch.labels.get(ERROR_LABEL)
+    if error is not None and error.null_count < len(error):
+        return
+    for name in [n for n in batch.labels if n not in keep]:
+        del batch.labels[name]
 
 
 def _merge(labels: Labels, chunks: list[tuple[np.ndarray, np.ndarray]]) -> SampleSeries:

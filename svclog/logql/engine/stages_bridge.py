@@ -113,8 +113,11 @@ def block_to_batch(block: StreamBlock) -> LogBatch:
     return _pick("block_to_batch", _fallback_block_to_batch)(block)
 
 
-def build_pipeline(stages: Sequence[Any]) -> Any:
-    return _pick("build_pipeline", _fallback_build_pipeline)(stages)
+def build_pipeline(stages: Sequence[Any], parser_labels: frozenset[str] | None = None) -> Any:
+    builder = _pick("build_pipeline", None)
+    if builder is None:
+        return _fallback_build_pipeline(stages)
+    return builder(stages, parser_labels=parser_labels)
 
 
 def group_by_labels(batch: LogBatch) -> list[tuple[Labels, Indices]]:

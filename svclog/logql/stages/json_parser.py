@@ -9,10 +9,14 @@ is a stream label gets `_extracted`. Numbers keep their source text. Errors set
 With parameters, each label takes the value at its path (`a.b[0]`, `["key with
 space"]`); objects and arrays keep their raw JSON text and a missing path yields "".
 
-JSON decoding has no Arrow kernel: it is a per-entry loop (C `json.loads` fast path).
+JSON decoding has no Arrow kernel: it is a per-entry loop (C `json.loads` fast path);
+with the engine's hints only the wanted fields become columns, and a line none of
+whose fields are wanted is only checked for errors.
 """
 from __future__ import annotations
 
+import functools
+import json
 import re
 
 import pyarrow as pa
@@ -27,6 +31,7 @@ _INVALID = re.compile(r"[^a-zA-Z0-9_]")
 _RUNE_ERROR = "\ufffd"
 
 
+@functools.lru_cache(maxsize=4096)  # keys repeat line after line
 def sanitize_key(key: str, prefix: str = "") -> str:
     """The reference's key sanitising; `prefix` is the already-sanitised parent path."""
     key = key.strip()
@@ -86,12 +91,22 @@ def parse_json_line(line: str) -> tuple[dict[str, str], str | None]:
     return out, None
 
 
+def _is_object(line: str) -> bool:
+    """Does the strict decoder accept the line as an object? (values are not kept)"""
+    try:
+        return isinstance(json.loads(line, parse_constant=json_scan.reject_constant), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
 class JsonParserStage:
-    def __init__(self, node: ast.JsonParser):
+    def __init__(self, node: ast.JsonParser, only: frozenset[str] | None = None):
         self.params = [(p.label, parse_json_path(p.expression or p.label)) for p in node.params]
         for label, _ in self.params:
             if not is_valid_label_name(label):
                 raise ParseError(f"invalid extracted label name '{label}'")
+        # parser hints: the labels (before any `_extracted` suffix) the query can observe
+        self.only = only if not self.params else None
 
     def process(self, batch: LogBatch) -> LogBatch:
         if self.params:
@@ -99,10 +114,15 @@ class JsonParserStage:
         n = len(batch)
         columns: dict[str, list[str | None]] = {}
         errors: list[str | None] = [None] * n
+        wanted = self._wanted_keys(batch.origin)
         for row, line in enumerate(batch.line.to_pylist()):
+            if wanted is not None and not wanted and _is_object(line or ""):
+                continue  # nothing to extract from a well-formed line: only errors matter
             fields, error = parse_json_line(line or "")
             errors[row] = error
             for name, value in fields.items():
+                if wanted is not None and name not in wanted:
+                    continue
                 col = columns.get(name)
                 if col is None:
                     col = columns[name] = [None] * n
@@ -115,6 +135,15 @@ class JsonParserStage:
         err = pa.array(errors, pa.string())
         set_error(batch, pa.array([e is not None for e in errors]), ERR_JSON, err)
         return batch
+
+    def _wanted_keys(self, origin) -> frozenset[str] | None:
+        """Flattened keys whose labels the hints ask for (None: all of them)."""
+        if self.only is None:
+            return None
+        wanted = {name for name in self.only if name not in origin}
+        wanted |= {name[:-len(EXTRACTED_SUFFIX)] for name in self.only
+                   if name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in origin}
+        return frozenset(wanted)
 
     def _extract(self, batch: LogBatch) -> LogBatch:
         lines = batch.line.to_pylist()

@@ -7,15 +7,18 @@ bare `key` (empty value), bytes <= ' ' separate pairs. A malformed pair (`a=b=c`
 Empty values are dropped unless `--keep-empty`. Keys are sanitised like json keys
 and a key that is a stream label gets `_extracted`; a repeated key keeps the last value.
 
-Tokenising has no Arrow kernel: a per-entry loop, stepping token by token with
-compiled regexes rather than character by character.
+The full parse is a per-entry loop, stepping token by token with compiled regexes.
+When the engine's hints name the few labels a query can observe, plain lines are read
+with RE2 kernels instead (see `_process_only`).
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from svclog.logql import ast
 from svclog.logql.stages import json_scan
@@ -105,16 +108,77 @@ def _first_error_pairs(line: str, strict: bool) -> tuple[list[tuple[str, str]], 
     return pairs, None
 
 
+# ---------------------------------------------------------------- hinted (vectorised) path
+# When only a few labels are wanted, most lines are read with RE2 kernels instead of the
+# scanner: a line qualifies when the scanner would see plain pairs only (clean keys that
+# sanitise to themselves, no escapes, no malformed pair, no invalid UTF-8); there a key's
+# value is its last non-empty occurrence as a whole token. Other lines take the scanner.
+_WS = r"[\x00-\x20]"
+_CLEAN_KEY = r"[A-Za-z_][A-Za-z0-9_]*"
+_PLAIN_PAIR = rf'{_CLEAN_KEY}(?:=(?:"[^"\\]*"|[^\x00-\x20="]*))?'
+_PLAIN_LINE = rf"^{_WS}*(?:{_PLAIN_PAIR}(?:{_WS}+{_PLAIN_PAIR})*)?{_WS}*$"
+_CLEAN_KEY_FULL = re.compile(_CLEAN_KEY)
+
+
+def _value_pattern(key: str) -> str:
+    # greedy over whole tokens, so the match is the key's last non-empty occurrence
+    return (rf"^{_WS}*(?:{_PLAIN_PAIR}{_WS}+)*{re.escape(key)}="
+            rf'(?:"(?P<quoted>[^"\\]+)"|(?P<bare>[^\x00-\x20="]+))(?:{_WS}|$)')
+
+
 class LogfmtParserStage:
-    def __init__(self, node: ast.LogfmtParser):
+    def __init__(self, node: ast.LogfmtParser, only: frozenset[str] | None = None):
         self.strict = node.strict
         self.keep_empty = node.keep_empty
         self.params = {p.label: (p.expression or p.label) for p in node.params}
         for label in self.params:
             if not is_valid_label_name(label):
                 raise ParseError(f"invalid extracted label name '{label}'")
+        # parser hints apply to the plain form only (flags and parameters change what is kept)
+        self.only = only if not (self.strict or self.keep_empty or self.params) else None
 
     def process(self, batch: LogBatch) -> LogBatch:
+        if self.only is not None:
+            return self._process_only(batch)
+        return self._process_all(batch)
+
+    def _process_only(self, batch: LogBatch) -> LogBatch:
+        line, origin = batch.line, batch.origin
+        if any(name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in origin for name in self.only):
+            return self._process_all(batch)  # two line keys (`x`, `x_extracted`) give that label
+        plain = pc.fill_null(pc.and_(pc.match_substring_regex(line, _PLAIN_LINE),
+                                     pc.invert(pc.match_substring(line, _RUNE_ERROR))), False)
+        rest = pc.invert(plain)
+        rest_rows = np.flatnonzero(rest.to_numpy(zero_copy_only=False))
+        scanned = self._scan_rows(line.take(rest_rows).to_pylist(), origin) if len(rest_rows) else {}
+        for name in sorted(self.only):
+            key = _raw_key(name, origin)
+            values = self._extract(line, key) if key is not None else pa.nulls(len(line), pa.string())
+            if len(rest_rows):
+                values = pc.replace_with_mask(values, rest, pa.array(scanned.get(name, [None] * len(rest_rows)),
+                                                                     pa.string()))
+            if values.null_count < len(values):
+                batch.set_parsed(name, values)
+        return batch
+
+    @staticmethod
+    def _extract(line: pa.Array, key: str) -> pa.Array:
+        found = pc.extract_regex(line, _value_pattern(key))
+        quoted, bare = pc.struct_field(found, "quoted"), pc.struct_field(found, "bare")
+        return pc.if_else(pc.not_equal(quoted, ""), quoted, bare)
+
+    def _scan_rows(self, lines: list[str], origin) -> dict[str, list[str | None]]:
+        """The wanted labels of the given lines, read by the scanner (one list per label)."""
+        columns: dict[str, list[str | None]] = {}
+        for row, text in enumerate(lines):
+            for key, value in _first_error_pairs(text or "", False)[0]:
+                name = self._label_name(key, origin)
+                if name is None or name not in self.only or not value or _RUNE_ERROR in value:
+                    continue
+                columns.setdefault(name, [None] * len(lines))[row] = value
+        return columns
+
+    def _process_all(self, batch: LogBatch) -> LogBatch:
         n = len(batch)
         origin = batch.origin
         columns: dict[str, list[str | None]] = {}
@@ -159,3 +223,10 @@ class LogfmtParserStage:
         if sanitized not in self.params:
             return None
         return sanitized + EXTRACTED_SUFFIX if sanitized in origin else sanitized
+
+
+def _raw_key(name: str, origin) -> str | None:
+    """The line key that yields label `name` on the hinted path (None: no plain key can)."""
+    if name in origin:
+        return None  # a stream label: the parsed copy would be `<name>_extracted`
+    return name if _CLEAN_KEY_FULL.fullmatch(name) else None

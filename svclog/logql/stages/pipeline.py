@@ -70,5 +70,14 @@ class Pipeline:
         return batch
 
 
-def build_pipeline(stages: tuple[ast.Stage, ...]) -> Pipeline:
-    return Pipeline([build_stage(stage) for stage in stages])
+def build_pipeline(stages: tuple[ast.Stage, ...], parser_labels: frozenset[str] | None = None) -> Pipeline:
+    """`parser_labels` (the engine's hints): the labels the query's parser must extract, the
+    rest of each line's keys being unobservable in the answer; None extracts everything."""
+    if parser_labels is None:
+        return Pipeline([build_stage(stage) for stage in stages])
+    return Pipeline([_HINTED[type(stage)](stage, only=parser_labels) if type(stage) in _HINTED
+                     else build_stage(stage) for stage in stages])
+
+
+_HINTED: dict[type, Callable[..., StageProcessor]] = {ast.LogfmtParser: LogfmtParserStage,
+                                                       ast.JsonParser: JsonParserStage}

@@ -1,0 +1,57 @@
+"""Parser hints: the hinted paths (RE2 kernels for logfmt, wanted fields only for json) give the full parse's labels."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from svclog.logql import ast
+from svclog.logql.stages.logfmt_parser import LogfmtParserStage
+from tests.logql.stages.helpers import STREAM, batch
+
+KEYS = ["duration", "level", "msg", "a", "app", "b_2", "_x", "du-ration", "9k", "k\ufffd", "app_extracted"]
+VALUES = ["", "5ms", "x y", "a=b", '"quoted"', '"with \\"esc\\""', '"unterminated', "\ufffd", "v\"q", "=", "1.5s",
+          '"sp ace"', '"multi word = sign"', '""', "\t"]
+
+
+def _line(rnd: random.Random) -> str:
+    parts = []
+    for _ in range(rnd.randint(0, 7)):
+        key = rnd.choice(KEYS)
+        shape = rnd.random()
+        if shape < 0.1:
+            parts.append(key)
+        else:
+            value = rnd.choice(VALUES)
+            parts.append(f"{key}={value}" if not value.startswith('"') or " " not in value or rnd.random() < 0.8
+                         else f"{key}={value[1:]}")
+    sep = rnd.choice([" ", " ", "  ", "\t", ""])
+    return sep.join(parts) + rnd.choice(["", " ", "\n"])
+
+
+def _labels(stage: LogfmtParserStage, lines: list[str], names: frozenset[str]) -> dict[str, list]:
+    b = stage.process(batch(*lines, stream=STREAM))
+    return {name: b.label(name).to_pylist() for name in sorted(names)}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_hinted_labels_equal_full_parse(seed):
+    rnd = random.Random(seed)
+    lines = [_line(rnd) for _ in range(60)]
+    names = frozenset(rnd.sample(["duration", "msg", "a", "b_2", "_x", "du_ration", "_9k", "app", "app_extracted",
+                                  "level", "missing"], 4))
+    full = _labels(LogfmtParserStage(ast.LogfmtParser()), lines, names)
+    hinted = _labels(LogfmtParserStage(ast.LogfmtParser(), only=names), lines, names)
+    assert hinted == full, lines
+
+
+def test_last_non_empty_occurrence_wins_and_quoted_text_is_not_a_key():
+    lines = ['duration=5 msg="x duration=7 y" duration=', 'msg="duration=1" duration="2 s"', "duration=3 duration=4"]
+    hinted = _labels(LogfmtParserStage(ast.LogfmtParser(), only=frozenset({"duration"})), lines,
+                     frozenset({"duration"}))
+    assert hinted == {"duration": ["5", "2 s", "4"]}
+
+
+def test_flags_and_parameters_ignore_hints():
+    node = ast.LogfmtParser(strict=True)
+    assert LogfmtParserStage(node, only=frozenset({"a"})).only is None
