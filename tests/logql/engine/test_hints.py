@@ -43,8 +43,8 @@ def _source(seed: int) -> MemorySource:
             for i in range(300):
                 duration = rnd.choice(["5ms", "150ms", "2s", "1.5s", "oops", ""])
                 line = rnd.choice([
-                    f'lvl={rnd.choice(["info", "error"])} msg="a b" duration={duration} size={rnd.randint(0, 999)} '
-                    f"trace={rnd.getrandbits(32):x}",
+                    (f'lvl={rnd.choice(["info", "error"])} msg="a b" duration={duration} size={rnd.randint(0, 999)} '
+                     f"trace={rnd.getrandbits(32):x}"),
                     f'lvl=info msg="escaped \\"q\\"" duration={duration} app=x',
                     f"broken=a=b duration={duration} lvl=error",
                     "plain text line",
