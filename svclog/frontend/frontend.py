@@ -1,14 +1,19 @@
 """QueryFrontend: plans a query into sub-queries (time split x shards) and merges their results.
 
 Plain class: the Serve deployment moves the sub-queries through the scheduler to the
-queriers and hands the partial results back here.
+queriers and hands the partial results back here. With a results cache, sub-queries it
+already answered are taken from there and only the rest are sent out.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from svclog.frontend.results_cache import CacheCounters, ResultsCache
 from svclog.logql.engine.json_codec import result_to_json
 from svclog.logql.rewrite.plan import Plan, plan_query
+from svclog.logql.source import SourceStats
+from svclog.model import ValidationError, format_go_duration, now_ns
 from svclog.querier.querier import PartialResult, prepare_query
 from svclog.querier.request import RangeRequest
 from svclog.querier.stats import build_stats, merge_source_stats
@@ -20,22 +25,73 @@ class FrontendSettings:
     shards: int = 1
     max_entries_limit_per_query: int = 5000
     max_query_series: int = 500
+    max_query_length: int = 0  # ns; 0 = unlimited
+
+
+@dataclass
+class CacheLookup:
+    """What the results cache knew of a plan: hits by sub-query index, keys to store the rest under."""
+
+    hits: dict[int, PartialResult]
+    keys: dict[int, str]
+    counters: CacheCounters
 
 
 class QueryFrontend:
-    def __init__(self, settings: FrontendSettings):
+    def __init__(self, settings: FrontendSettings, results_cache: ResultsCache | None = None,
+                 deletes_digest: Callable[[str], str] = lambda tenant: ""):
         self.settings = settings
+        self.results_cache = results_cache
+        self.deletes_digest = deletes_digest
 
     def plan(self, request: RangeRequest) -> Plan:
+        self._check_length(request)
         expr, params = prepare_query(request, self.settings.max_entries_limit_per_query)
         # instant queries evaluate one point: splitting them buys nothing
         split = 0 if request.instant else self.settings.split_queries_by_interval
         return plan_query(expr, params, split_interval_ns=split, shards=self.settings.shards,
                           max_series=self.settings.max_query_series)
 
+    def _check_length(self, request: RangeRequest) -> None:
+        limit = self.settings.max_query_length
+        length = request.end - request.start
+        if not request.instant and limit > 0 and length > limit:
+            raise ValidationError(f"the query time range exceeds the limit (query length: "
+                                  f"{format_go_duration(length)}, limit: {format_go_duration(limit)})")
+
+    def lookup(self, tenants: Sequence[str], plan: Plan, now: int | None = None) -> CacheLookup:
+        found = CacheLookup({}, {}, CacheCounters())
+        cache = self.results_cache
+        if cache is None:
+            return found
+        now = now_ns() if now is None else now
+        cacheable = [i for i, sub in enumerate(plan.subqueries) if cache.cacheable(sub, now)]
+        if not cacheable:
+            return found
+        digest = "|".join(self.deletes_digest(t) for t in tenants)
+        for i in cacheable:
+            key = cache.key(tuple(tenants), plan.subqueries[i], digest)
+            result = cache.get(key, found.counters)
+            if result is None:
+                found.keys[i] = key
+            else:
+                found.hits[i] = PartialResult(result, SourceStats())
+        return found
+
+    def remember(self, lookup: CacheLookup, fresh: dict[int, PartialResult]) -> None:
+        if self.results_cache is None:
+            return
+        for i, key in lookup.keys.items():
+            if i in fresh:
+                self.results_cache.put(key, fresh[i].result, lookup.counters)
+
     def respond(self, plan: Plan, partials: list[PartialResult], exec_seconds: float,
-                queue_seconds: float) -> dict:
+                queue_seconds: float, cache: CacheCounters | None = None) -> dict:
         """The response `data`: merged result and the summed stats of every sub-query."""
         data = result_to_json(plan.merge([p.result for p in partials]))
         data["stats"] = build_stats(merge_source_stats([p.stats for p in partials]), exec_seconds, queue_seconds)
+        if cache is not None:
+            data["stats"]["cache"] = {"result": {
+                "entriesRequested": cache.requests, "entriesFound": cache.hits, "entriesStored": cache.stored,
+                "bytesSent": cache.bytes_sent, "requests": cache.requests}}
         return data

@@ -18,6 +18,7 @@ from svclog.config import Config, config_to_yaml, limits_for
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
+from svclog.frontend.results_cache import results_cache_options
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog import targets
 from svclog.model import SvcError
@@ -116,7 +117,9 @@ class QueryFrontendDeployment:
             split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
             shards=num_queriers if cfg.query_range.parallelise_shardable_queries else 1,
             max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
-            max_query_series=cfg.limits_config.max_query_series))
+            max_query_series=cfg.limits_config.max_query_series,
+            max_query_length=cfg.limits_config.max_query_length),
+            **results_cache_options(cfg))
 
     # Looked up on first use: in the scalable modes the read group may start before the
     # backend group's scheduler exists.
@@ -167,11 +170,16 @@ class QueryFrontendDeployment:
         try:
             plan = self.frontend.plan(request)
             began = time.perf_counter()
-            items = [(tenants, sub) for sub in plan.subqueries]
-            boxed = await self._run(tenants, tuple(actor_path), items)
-            partials = list(await asyncio.gather(*(box[0] for box in boxed)))
+            cached = await asyncio.to_thread(self.frontend.lookup, tenants, plan)
+            todo = [i for i in range(len(plan.subqueries)) if i not in cached.hits]
+            boxed = await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo]) \
+                if todo else []
+            fresh = dict(zip(todo, await asyncio.gather(*(box[0] for box in boxed))))
+            self.frontend.remember(cached, fresh)
+            partials = [cached.hits[i] if i in cached.hits else fresh[i] for i in range(len(plan.subqueries))]
             queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
-            return self.frontend.respond(plan, partials, time.perf_counter() - began, queue)
+            counters = cached.counters if self.frontend.results_cache is not None else None
+            return self.frontend.respond(plan, partials, time.perf_counter() - began, queue, counters)
         except SvcError as err:
             return ErrorReply.of(err)
         except ray.exceptions.RayTaskError as err:
