@@ -136,6 +136,10 @@ class LogfmtParserStage:
                 raise ParseError(f"invalid extracted label name '{label}'")
         # parser hints apply to the plain form only (flags and parameters change what is kept)
         self.only = only if not (self.strict or self.keep_empty or self.params) else None
+        # The reference's `logfmt a, b` under hints pre-sets every parameter label to "" and
+        # counts that as extracted; once the hints' labels are all parameters, its scan stops
+        # after the first parameter key of the line, leaving the others "". Same answers.
+        self.first_key_only = bool(self.params) and only is not None and only <= set(self.params)
 
     def process(self, batch: LogBatch) -> LogBatch:
         if self.only is not None:
@@ -204,6 +208,8 @@ class LogfmtParserStage:
                 if col is None:
                     col = columns[name] = [None] * n
                 col[row] = value
+                if self.first_key_only:
+                    break
         for name, values in columns.items():
             batch.set_parsed(name, pa.array(values, pa.string()))
         err = pa.array(errors, pa.string())

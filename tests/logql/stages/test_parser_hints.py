@@ -55,3 +55,15 @@ def test_last_non_empty_occurrence_wins_and_quoted_text_is_not_a_key():
 def test_flags_and_parameters_ignore_hints():
     node = ast.LogfmtParser(strict=True)
     assert LogfmtParserStage(node, only=frozenset({"a"})).only is None
+
+
+def test_logfmt_parameters_under_hints_stop_at_the_first_parameter_key_like_the_reference():
+    params = (ast.LabelExtraction("latency", ""), ast.LabelExtraction("currency", ""))
+    lines = ["latency=0.5 currency=EUR", "currency=USD latency=2", "other=1"]
+    hinted = LogfmtParserStage(ast.LogfmtParser(params=params), only=frozenset({"latency", "currency"}))
+    assert _labels(hinted, lines, frozenset({"latency", "currency"})) == {
+        "latency": ["0.5", "", ""], "currency": ["", "USD", ""]}
+    full = LogfmtParserStage(ast.LogfmtParser(params=params))
+    assert _labels(full, lines, frozenset({"currency"})) == {"currency": ["EUR", "USD", ""]}
+    wider = LogfmtParserStage(ast.LogfmtParser(params=params), only=frozenset({"latency", "app"}))
+    assert not wider.first_key_only
