@@ -70,3 +70,20 @@ def test_ip_line_filter():
     assert LineFilterStage(v6).process(b).line.to_pylist() == ["2001:db8::241 - - GET"]
     not_v4 = ast.LineFilter("!=", (ast.FilterValue("10.0.0.0/8", True),))
     assert LineFilterStage(not_v4).process(b).line.to_pylist() == ["2001:db8::241 - - GET", "fd00::1 x", "no ip"]
+
+
+def test_literal_regex_matches_exactly_what_a_substring_search_does():
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from svclog.logql.stages.line_filter import literal_regex
+
+    rnd = random.Random(5)
+    alphabet = list("ab.*+?()[]{}|^$\\/\"' \t\n\x00é€😀-=_0:")
+    lines = pa.array(["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12))) for _ in range(2000)])
+    for _ in range(500):
+        literal = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 3)))
+        assert (pc.match_substring_regex(lines, literal_regex(literal)).to_pylist()
+                == pc.match_substring(lines, literal).to_pylist()), repr(literal)
