@@ -39,16 +39,29 @@ log = logging.getLogger("svclog")
 app = add_routes(FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None))
 
 
-@app.middleware("http")
-async def only_exposed_endpoints(request, call_next):
-    """404 for endpoint groups this process's components do not expose (deployment targets)."""
-    path, root = request.scope["path"], request.scope.get("root_path", "")
-    if root and path.startswith(root):
-        path = path[len(root):]
-    if not runtime.exposes(path):
-        return PlainTextResponse(f"404 page not found: {path} is not served by target "
-                                 f"'{runtime.config().target}'\n", status_code=404)
-    return await call_next(request)
+class OnlyExposedEndpoints:
+    """404 for HTTP endpoint groups this process's components do not expose (deployment targets).
+
+    A plain ASGI middleware: Starlette's `@app.middleware("http")` form re-streams every
+    request body through extra tasks, which measured as a real share of the push path."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            path, root = scope["path"], scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root):]
+            if not runtime.exposes(path):
+                response = PlainTextResponse(f"404 page not found: {path} is not served by target "
+                                             f"'{runtime.config().target}'\n", status_code=404)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+app.add_middleware(OnlyExposedEndpoints)
 
 
 add_admin_routes(app, runtime.admin)
