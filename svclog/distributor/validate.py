@@ -127,23 +127,22 @@ def _truncate(entries: list[Entry], limits: ValidationLimits, report: Validation
 
 def _check_labels(raw: Labels, labels: Labels, limits: ValidationLimits) -> tuple[str, str] | None:
     """The reference's ValidateLabels, plus the name syntax check its label parser does."""
-    shown = str(raw)
     for name, _ in raw:
         if not is_valid_label_name(name):
-            return INVALID_LABELS, f"Error parsing labels '{shown}' with error: invalid label name '{name}'"
+            return INVALID_LABELS, f"Error parsing labels '{raw}' with error: invalid label name '{name}'"
     if len(labels) == 0:
         return MISSING_LABELS, "error at least one label pair is required per stream"
     count = len(labels) - (1 if SERVICE_NAME_LABEL in labels else 0)
     if count > limits.max_label_names_per_series:
         return MAX_LABEL_NAMES, (
-            f"entry for stream '{shown}' has {count} label names; "
+            f"entry for stream '{raw}' has {count} label names; "
             f"limit {limits.max_label_names_per_series}"
         )
     for name, value in labels:
         if _utf8_len(name) > limits.max_label_name_length:
-            return LABEL_NAME_TOO_LONG, f"stream '{shown}' has label name too long: '{name}'"
+            return LABEL_NAME_TOO_LONG, f"stream '{raw}' has label name too long: '{name}'"
         if _utf8_len(value) > limits.max_label_value_length:
-            return LABEL_VALUE_TOO_LONG, f"stream '{shown}' has label value too long: '{value}'"
+            return LABEL_VALUE_TOO_LONG, f"stream '{raw}' has label value too long: '{value}'"
     return None
 
 
