@@ -262,12 +262,21 @@ def autoscaling_config(cfg: Config, max_ongoing_requests: int) -> dict:
             "upscale_delay_s": 10.0, "downscale_delay_s": 300.0}
 
 
+def scaling(cfg: Config, max_ongoing_requests: int) -> dict:
+    """Deployment options for the replica count: autoscaling when it has room to move; a fixed
+    count otherwise (autoscaling with min == max only costs the controller metric traffic)."""
+    config = autoscaling_config(cfg, max_ongoing_requests)
+    if config["min_replicas"] == config["max_replicas"]:
+        return {"num_replicas": config["min_replicas"]}
+    return {"autoscaling_config": config}
+
+
 def build_application(cfg: Config, num_queriers: int, components: frozenset[str] = frozenset(targets.COMPONENTS)):
     """The bound Serve application: gateway -> distributor and query frontend (those the targets run)."""
     serve_cpus = cfg.ray.serve_num_cpus
     frontend = serve.deployment(QueryFrontendDeployment, name="query-frontend",
                                 ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64,
-                                autoscaling_config=autoscaling_config(cfg, 64))
+                                **scaling(cfg, 64))
     gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": serve_cpus},
-                               max_ongoing_requests=128, autoscaling_config=autoscaling_config(cfg, 128))
+                               max_ongoing_requests=128, **scaling(cfg, 128))
     return gateway.bind(cfg, frontend.bind(cfg, num_queriers) if components & {"query-frontend", "querier"} else None)
