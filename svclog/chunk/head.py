@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -52,6 +53,15 @@ class SealedChunk:
                    int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0))
 
 
+def entries_batch(ts: list[int], lines: list[str], metadata: list | None) -> pa.RecordBatch:
+    """Entries as one CHUNK_SCHEMA record batch (metadata: per-entry pair lists, or None)."""
+    md_type = CHUNK_SCHEMA.field("metadata").type
+    return pa.record_batch(
+        [pa.array(ts, pa.int64()), pa.array(lines, pa.string()),
+         pa.array(metadata, md_type) if metadata is not None else pa.nulls(len(ts), md_type)],
+        schema=CHUNK_SCHEMA)
+
+
 class HeadBlock:
     """Appendable entries of one stream, kept as Arrow record batches (one per append).
 
@@ -66,31 +76,47 @@ class HeadBlock:
         self.min_ts = 0
         self.max_ts = 0
         self._table: pa.Table | None = None
+        self._shared = False
 
     def __len__(self) -> int:
         return self._count
 
     def append(self, ts: list[int], lines: list[str], metadata: list | None, raw_bytes: int) -> None:
+        self.append_batch(entries_batch(ts, lines, metadata), min(ts), max(ts), raw_bytes)
+
+    def append_batch(self, batch: pa.RecordBatch, min_ts: int, max_ts: int, raw_bytes: int,
+                     shared: bool = False) -> None:
+        """Append entries already in CHUNK_SCHEMA form. `shared`: the batch is a zero-copy slice of
+        a larger one (a whole push), whose buffers it keeps alive until `compact` copies it out."""
         if not self._count:
-            self.min_ts, self.max_ts = min(ts), max(ts)
+            self.min_ts, self.max_ts = min_ts, max_ts
         else:
-            self.min_ts, self.max_ts = min(self.min_ts, min(ts)), max(self.max_ts, max(ts))
-        md_type = CHUNK_SCHEMA.field("metadata").type
-        self._parts.append(pa.record_batch(
-            [pa.array(ts, pa.int64()), pa.array(lines, pa.string()),
-             pa.array(metadata, md_type) if metadata is not None else pa.nulls(len(ts), md_type)],
-            schema=CHUNK_SCHEMA))
-        self._count += len(ts)
+            self.min_ts, self.max_ts = min(self.min_ts, min_ts), max(self.max_ts, max_ts)
+        self._parts.append(batch)
+        self._count += batch.num_rows
         self.raw_bytes += raw_bytes
         self._table = None
+        self._shared = self._shared or shared
 
     def table(self) -> pa.Table:
         if self._table is None:
+            if len(self._parts) > 1:
+                self._shared = False  # combining copies every part into fresh buffers
             table = pa.Table.from_batches(self._parts, schema=CHUNK_SCHEMA).combine_chunks()
             # keep one batch: the next append concatenates two parts, not hundreds
             self._parts = table.to_batches() or []
             self._table = table
         return self._table
+
+    def compact(self) -> None:
+        """Copy shared slices into this head's own buffers, releasing the pushes they came from."""
+        if not self._shared:
+            return
+        table = self.table()
+        if self._shared:  # a single part was left as it was: copy it explicitly
+            table = table.take(pa.array(np.arange(table.num_rows, dtype=np.int64)))
+            self._parts, self._table = table.to_batches(), table
+            self._shared = False
 
     def seal(self) -> SealedChunk:
         return SealedChunk.from_table(self.table())

@@ -152,6 +152,8 @@ class Ingester:
                         if force or stream.cut_reason(now, self.settings.chunk_target_size,
                                                       self.settings.chunk_idle_period, self.settings.max_chunk_age):
                             stream.cut()
+                        else:
+                            stream.head.compact()  # bounds how long one push's buffers stay pinned
                 pending = [(inst.tenant, stream, list(stream.sealed))
                            for inst in self.tenants.values() for stream in inst.streams.values() if stream.sealed]
             flushed = 0

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from svclog.chunk.head import entries_batch
 from svclog.ingester.stream import MemoryStream
 from svclog.chunk.pushdown import apply_line_filters
 from svclog.model import Labels, LimitError, Matcher, StreamColumns, labels_match
@@ -71,13 +72,24 @@ class TenantInstance:
 
     def push(self, streams: Iterable[StreamColumns], now_ns: int) -> tuple[int, int]:
         """Append entries; returns (lines, bytes). Limits are the caller's (`admit`): WAL replay skips them."""
-        lines = size = 0
+        streams = [s for s in streams if len(s)]
+        if not streams:
+            return 0, 0
+        # One Arrow batch for the whole push, sliced per stream (zero-copy): building a batch
+        # per stream cost more than the data in it.
+        metadata = None
+        if any(s.metadata is not None for s in streams):
+            metadata = [md for s in streams for md in (s.metadata or [None] * len(s))]
+        batch = entries_batch([t for s in streams for t in s.ts], [x for s in streams for x in s.lines], metadata)
+        lines = size = offset = 0
         for data in streams:
             stream = self.streams.get(data.labels)
             if stream is None:
                 stream = self.streams[data.labels] = MemoryStream(data.labels, now_ns)
             raw = data.raw_bytes()
-            stream.append(data.ts, data.lines, data.metadata, raw, now_ns)
+            stream.append(batch.slice(offset, len(data)), min(data.ts), max(data.ts), raw, now_ns,
+                          shared=len(streams) > 1)
+            offset += len(data)
             lines += len(data)
             size += raw
         return lines, size

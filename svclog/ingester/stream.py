@@ -18,10 +18,11 @@ class MemoryStream:
         self.head_created_ns = now_ns
         self.last_append_ns = now_ns
 
-    def append(self, ts: list[int], lines: list[str], metadata: list | None, raw_bytes: int, now_ns: int) -> None:
+    def append(self, batch: pa.RecordBatch, min_ts: int, max_ts: int, raw_bytes: int, now_ns: int,
+               shared: bool = False) -> None:
         if not len(self.head):
             self.head_created_ns = now_ns
-        self.head.append(ts, lines, metadata, raw_bytes)
+        self.head.append_batch(batch, min_ts, max_ts, raw_bytes, shared)
         self.last_append_ns = now_ns
 
     def cut(self) -> SealedChunk | None:
