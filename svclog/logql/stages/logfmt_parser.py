@@ -120,10 +120,24 @@ _PLAIN_LINE = rf"^{_WS}*(?:{_PLAIN_PAIR}(?:{_WS}+{_PLAIN_PAIR})*)?{_WS}*$"
 _CLEAN_KEY_FULL = re.compile(_CLEAN_KEY)
 
 
+_VALUE = r'(?:"(?P<quoted>[^"\\]+)"|(?P<bare>[^\x00-\x20="]+))'
+
+
 def _value_pattern(key: str) -> str:
-    # greedy over whole tokens, so the match is the key's last non-empty occurrence
-    return (rf"^{_WS}*(?:{_PLAIN_PAIR}{_WS}+)*{re.escape(key)}="
-            rf'(?:"(?P<quoted>[^"\\]+)"|(?P<bare>[^\x00-\x20="]+))(?:{_WS}|$)')
+    # greedy over whole tokens, so the match is the key's last non-empty occurrence (exact, slow:
+    # RE2 tracks submatches across the whole prefix)
+    return rf"^{_WS}*(?:{_PLAIN_PAIR}{_WS}+)*{re.escape(key)}={_VALUE}(?:{_WS}|$)"
+
+
+def _first_value_pattern(key: str) -> str:
+    # the first `key=value` after a separator, wherever it is (inside quotes too): fast
+    return rf"(?:^|{_WS}){re.escape(key)}={_VALUE}(?:{_WS}|$)"
+
+
+def _token_pattern(key: str) -> str:
+    # a plain line has a `key=value` token: an even number of quotes before it (no captures,
+    # so RE2 answers with its DFA)
+    return rf'^(?:(?:[^"]*"[^"]*")*[^"]*{_WS})?{re.escape(key)}=(?:"[^"\\]+"|[^\x00-\x20="]+)(?:{_WS}|$)'
 
 
 class LogfmtParserStage:
@@ -167,9 +181,19 @@ class LogfmtParserStage:
 
     @staticmethod
     def _extract(line: pa.Array, key: str) -> pa.Array:
-        found = pc.extract_regex(line, _value_pattern(key))
-        quoted, bare = pc.struct_field(found, "quoted"), pc.struct_field(found, "bare")
-        return pc.if_else(pc.not_equal(quoted, ""), quoted, bare)
+        """The key's value on plain lines. Where `key=` follows a separator once, the first match
+        is the token when the line has one (`_token_pattern`); lines with several occurrences
+        take the exact (slower) pattern."""
+        value = pc.if_else(pc.match_substring_regex(line, _token_pattern(key)),
+                           _matched_value(pc.extract_regex(line, _first_value_pattern(key))),
+                           pa.scalar(None, pa.string()))
+        several = pc.fill_null(pc.greater(pc.count_substring_regex(line, rf"(?:^|{_WS}){re.escape(key)}="), 1),
+                               False)
+        if pc.any(several).as_py():
+            rows = np.flatnonzero(several.to_numpy(zero_copy_only=False))
+            exact = _matched_value(pc.extract_regex(line.take(rows), _value_pattern(key)))
+            value = pc.replace_with_mask(value, several, exact)
+        return value
 
     def _scan_rows(self, lines: list[str], origin) -> dict[str, list[str | None]]:
         """The wanted labels of the given lines, read by the scanner (one list per label)."""
@@ -229,6 +253,11 @@ class LogfmtParserStage:
         if sanitized not in self.params:
             return None
         return sanitized + EXTRACTED_SUFFIX if sanitized in origin else sanitized
+
+
+def _matched_value(found: pa.Array) -> pa.Array:
+    quoted, bare = pc.struct_field(found, "quoted"), pc.struct_field(found, "bare")
+    return pc.if_else(pc.not_equal(quoted, ""), quoted, bare)
 
 
 def _raw_key(name: str, origin) -> str | None:

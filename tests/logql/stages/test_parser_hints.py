@@ -34,7 +34,7 @@ def _labels(stage: LogfmtParserStage, lines: list[str], names: frozenset[str]) -
     return {name: b.label(name).to_pylist() for name in sorted(names)}
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(80))
 def test_hinted_labels_equal_full_parse(seed):
     rnd = random.Random(seed)
     lines = [_line(rnd) for _ in range(60)]
@@ -46,10 +46,11 @@ def test_hinted_labels_equal_full_parse(seed):
 
 
 def test_last_non_empty_occurrence_wins_and_quoted_text_is_not_a_key():
-    lines = ['duration=5 msg="x duration=7 y" duration=', 'msg="duration=1" duration="2 s"', "duration=3 duration=4"]
+    lines = ['duration=5 msg="x duration=7 y" duration=', 'msg="duration=1" duration="2 s"', "duration=3 duration=4",
+             'msg="only duration=8 in quotes" a=1', 'msg="a" duration=', 'duration="" x=1 duration=6']
     hinted = _labels(LogfmtParserStage(ast.LogfmtParser(), only=frozenset({"duration"})), lines,
                      frozenset({"duration"}))
-    assert hinted == {"duration": ["5", "2 s", "4"]}
+    assert hinted == {"duration": ["5", "2 s", "4", None, None, "6"]}
 
 
 def test_flags_and_parameters_ignore_hints():
