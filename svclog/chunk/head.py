@@ -81,9 +81,6 @@ class HeadBlock:
     def __len__(self) -> int:
         return self._count
 
-    def append(self, ts: list[int], lines: list[str], metadata: list | None, raw_bytes: int) -> None:
-        self.append_batch(entries_batch(ts, lines, metadata), min(ts), max(ts), raw_bytes)
-
     def append_batch(self, batch: pa.RecordBatch, min_ts: int, max_ts: int, raw_bytes: int,
                      shared: bool = False) -> None:
         """Append entries already in CHUNK_SCHEMA form. `shared`: the batch is a zero-copy slice of

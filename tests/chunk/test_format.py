@@ -2,7 +2,7 @@ import pyarrow as pa
 import pytest
 
 from svclog.chunk.format import decode_chunk, encode_chunk
-from svclog.chunk.head import HeadBlock, sort_dedupe
+from svclog.chunk.head import HeadBlock, entries_batch, sort_dedupe
 from svclog.logql.source import METADATA_TYPE
 
 
@@ -46,8 +46,8 @@ def test_sort_dedupe_orders_and_drops_exact_duplicates_only():
 
 def test_head_block_tracks_bounds_and_seals_sorted():
     head = HeadBlock()
-    head.append([30, 10], ["c", "a"], None, 2)
-    head.append([20], ["b"], [[("k", "v")]], 1)
+    head.append_batch(entries_batch([30, 10], ["c", "a"], None), 10, 30, 2)
+    head.append_batch(entries_batch([20], ["b"], [[("k", "v")]]), 20, 20, 1)
     assert (head.min_ts, head.max_ts, head.raw_bytes, len(head)) == (10, 30, 3, 3)
     chunk = head.seal()
     assert chunk.table.column("ts").to_pylist() == [10, 20, 30]
