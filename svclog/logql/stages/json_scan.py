@@ -174,14 +174,13 @@ class RawNumber(str):
 def loads_object(text: str) -> dict | None:
     """Strict fast path: the decoded object with numbers kept as RawNumber text, or None."""
     try:
-        value = json.loads(text, parse_int=RawNumber, parse_float=RawNumber, parse_constant=reject_constant)
+        value = json.loads(text, parse_int=RawNumber, parse_float=RawNumber, parse_constant=_reject)
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 
 
-def reject_constant(name: str) -> None:
-    """NaN and Infinity are not JSON."""
+def _reject(name: str) -> None:
     raise ValueError(name)
 
 
