@@ -70,7 +70,8 @@ class Compactor:
         self.last_report: RunReport | None = None
         self._run_lock = threading.Lock()
         self._requests_lock = threading.Lock()
-        self._in_progress: set[tuple[str, str, int]] = set()
+        self._in_progress: set[tuple[str, str, int]] = set()  # picked up by the current pass
+        self._running: set[tuple[str, str, int]] = set()  # being applied right now
 
     # ------------------------------------------------------------ delete requests API
 
@@ -97,16 +98,19 @@ class Compactor:
         return [request.to_api() for request in self.requests.list(tenant)]
 
     def cancel_delete_request(self, tenant: str, request_id: str | None, force: bool = False) -> None:
+        """Cancel what is not done yet. Without `force` only an untouched request within the cancel
+        period; with it also one partly done or being processed: queued shards are dropped, a shard
+        being applied finishes and counts as processed, so the request is listed as processed."""
         self._check_deletes_enabled(tenant)
         with self._requests_lock:
             request = self.requests.get(tenant, request_id or "")
             if request is None:
                 raise DeleteRequestNotFound("could not find delete request with given id")
-            cancellable = [s for s in request.shards if s.status == STATUS_RECEIVED
-                           and (tenant, request.request_id, s.seq) not in self._in_progress]
-            if not cancellable:
+            pending = [s for s in request.shards if s.status == STATUS_RECEIVED]
+            picked = [s for s in pending if (tenant, request.request_id, s.seq) in self._in_progress]
+            if not pending or (picked and not force):
                 raise ValidationError("deletion of request which is in process or already processed is not allowed")
-            if len(cancellable) != len(request.shards) and not force:
+            if len(pending) != len(request.shards) and not force:
                 raise ValidationError("Unable to cancel partially completed delete request. "
                                       "To force, use the ?force query parameter")
             period = self.settings.delete_request_cancel_period
@@ -114,9 +118,12 @@ class Compactor:
                 raise ValidationError(f"Cancellation of delete request past the deadline of "
                                       f"{format_go_duration(period)} since its creation is not allowed. "
                                       f"To force, use the ?force query parameter")
-            request.shards = [s for s in request.shards if s not in cancellable]
+            for shard in pending:
+                if (tenant, request.request_id, shard.seq) in self._running:
+                    shard.status = STATUS_PROCESSED  # its lines may already be gone; it completes
+            request.shards = [s for s in request.shards if s.status == STATUS_PROCESSED]
             if request.shards:
-                self.requests.put(request)  # the processed part stays listed (as processed once done)
+                self.requests.put(request)  # the processed part stays listed, as processed
             else:
                 self.requests.remove(tenant, request.request_id)
 
@@ -187,11 +194,20 @@ class Compactor:
         ready = self._ready_shards(tenant, now)
         try:
             for request_id, seq in ready:
-                request = self.requests.get(tenant, request_id)
-                delete = shard_filter(request, seq) if request is not None else None
-                lines = apply_delete(index, self.chunks, delete) if delete is not None else 0
-                self._commit(index, now, report)
-                self._mark_processed(tenant, request_id, seq, lines)
+                shard = (tenant, request_id, seq)
+                with self._requests_lock:  # a shard cancelled while queued is skipped
+                    request = self.requests.get(tenant, request_id)
+                    if request is None or all(s.seq != seq for s in request.shards):
+                        continue
+                    delete = shard_filter(request, seq)
+                    self._running.add(shard)
+                try:
+                    lines = apply_delete(index, self.chunks, delete) if delete is not None else 0
+                    self._commit(index, now, report)
+                    self._mark_processed(tenant, request_id, seq, lines)
+                finally:
+                    with self._requests_lock:
+                        self._running.discard(shard)
                 report.delete_shards_processed += 1
                 report.deleted_lines += lines
         finally:

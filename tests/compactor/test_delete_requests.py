@@ -95,3 +95,74 @@ def test_disabled_deletion_mode_refuses(tmp_path):
     compactor = make_compactor(ObjectStore(str(tmp_path)), Clock(), LimitsConfig(deletion_mode="disabled"))
     with pytest.raises(DeletionDisabledError):
         compactor.create_delete_request("t", '{app="a"}', START, END)
+
+
+def _run_paused_in_first_shard(compactor, monkeypatch):
+    """Start a pass in a thread that stops inside its first delete shard; returns (thread, release)."""
+    import threading
+
+    import svclog.compactor.compactor as module
+
+    entered, release = threading.Event(), threading.Event()
+    real = module.apply_delete
+
+    def paused(*args):
+        entered.set()
+        assert release.wait(30)
+        return real(*args)
+
+    monkeypatch.setattr(module, "apply_delete", paused)
+    thread = threading.Thread(target=compactor.run_once)
+    thread.start()
+    assert entered.wait(30), "the pass did not pick the request up"
+    return thread, release
+
+
+def test_force_cancel_while_a_shard_is_processed_lists_it_as_processed(tmp_path, monkeypatch):
+    from tests.compactor.helpers import flush, labels, read_all
+
+    store = ObjectStore(str(tmp_path))
+    stream = labels(app="a")
+    ts = [T0 + i * 600 * NS for i in range(12)]  # two hours, one line every 10 minutes
+    flush(store, "t", stream, ts, [f"x {i}" for i in range(12)])
+    clock = Clock()
+    compactor = make_compactor(store, clock, delete_request_cancel_period=HOUR)
+    rid = compactor.create_delete_request("t", '{app="a"} |= "x"', START, str(T0 // NS + 7200), "1h")
+    assert len(compactor.requests.get("t", rid).shards) == 2
+    clock.now += 2 * HOUR
+    thread, release = _run_paused_in_first_shard(compactor, monkeypatch)
+    try:
+        with pytest.raises(ValidationError, match="in process"):
+            compactor.cancel_delete_request("t", rid)
+        compactor.cancel_delete_request("t", rid, force=True)  # was a 400 "in process"
+        [listed] = compactor.list_delete_requests("t")
+        assert (listed["request_id"], listed["status"]) == (rid, "processed")
+    finally:
+        release.set()
+        thread.join(30)
+    assert compactor.last_report.delete_shards_processed == 1  # the queued second shard was dropped
+    [listed] = compactor.list_delete_requests("t")
+    assert listed["status"] == "processed"
+    left = [line for _, line in read_all(store, "t")[stream]]
+    assert left == [f"x {i}" for i in range(7, 12)]  # [0, 1h] (both ends) is gone, the cancelled rest stays
+    with pytest.raises(ValidationError, match="already processed"):
+        compactor.cancel_delete_request("t", rid, force=True)
+
+
+def test_force_cancel_of_a_picked_up_single_shard_request(tmp_path, monkeypatch):
+    from tests.compactor.helpers import flush, labels
+
+    store = ObjectStore(str(tmp_path))
+    flush(store, "t", labels(app="a"), [T0 + NS], ["x"])
+    clock = Clock()
+    compactor = make_compactor(store, clock, delete_request_cancel_period=HOUR)
+    rid = compactor.create_delete_request("t", '{app="a"}', START, END)
+    clock.now += 2 * HOUR
+    thread, release = _run_paused_in_first_shard(compactor, monkeypatch)
+    try:
+        compactor.cancel_delete_request("t", rid, force=True)
+        assert [r["status"] for r in compactor.list_delete_requests("t")] == ["processed"]
+    finally:
+        release.set()
+        thread.join(30)
+    assert [r["status"] for r in compactor.list_delete_requests("t")] == ["processed"]
