@@ -29,6 +29,11 @@ from svclog.scheduler import (
 SCHEDULER_NAME = "scheduler"
 
 
+class TicketLost(KeyError):
+    """`result` of a ticket this scheduler does not hold: already collected, or queued on a
+    predecessor that restarted (the frontend queues the sub-query again)."""
+
+
 def scheduler_settings(cfg: Config) -> SchedulerSettings:
     return SchedulerSettings(
         max_outstanding_per_tenant=cfg.query_scheduler.max_outstanding_requests_per_tenant,
@@ -73,7 +78,7 @@ class SchedulerActor:
         """What the querier passed to `complete`, or the error it passed to `fail`."""
         outcome = self._outcomes.get(ticket)
         if outcome is None:
-            raise KeyError(f"unknown or already collected ticket {ticket}")
+            raise TicketLost(f"unknown or already collected ticket {ticket}")
         try:
             return await asyncio.wait_for(asyncio.shield(outcome), timeout)
         finally:

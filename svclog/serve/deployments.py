@@ -19,12 +19,12 @@ from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.results_cache import results_cache_options
-from svclog.actors.scheduler_actor import SCHEDULER_NAME
+from svclog.actors.scheduler_actor import SCHEDULER_NAME, TicketLost
 from svclog import targets
 from svclog.model import SvcError
 from svclog.serve.backend import ServeBackend
 from svclog.serve.codecs.push_columns import decode_push_columns
-from svclog.serve.errors import ErrorReply
+from svclog.serve.errors import ErrorReply, QueryTimeout, Unavailable, remote_cause
 from svclog.serve.handlers import Handlers
 from svclog.serve.admin_routes import add_admin_routes
 from svclog.serve.delete_routes import add_delete_routes
@@ -71,10 +71,6 @@ add_ruler_routes(app, runtime.ruler, runtime.auth_enabled)
 add_otlp_routes(app, runtime.push_streams, runtime.auth_enabled, runtime.max_body_bytes,
                 runtime.max_decompressed_bytes)
 add_tail_routes(app, runtime.ingester_pool, runtime.query_logs, runtime.auth_enabled, runtime.config)
-
-
-class ErrorTimeout(SvcError):
-    status = 504
 
 
 class HostedDistributor:
@@ -153,31 +149,75 @@ class QueryFrontendDeployment:
     # taking it and the scheduler noticing the restart.
     SUBQUERY_PATIENCE_S = 30.0
 
+    # A scheduler restart loses its queue: the sub-queries it held are queued again on the
+    # new one; a scheduler still unreachable after this long answers 503.
+    SCHEDULER_GRACE_S = 10.0
+
     async def _run(self, tenants, actor_path, items) -> list:
         key = "|".join(tenants)
-        tickets = await self.scheduler.enqueue.remote(key, actor_path, items)
         deadline = time.monotonic() + self.timeout
+        outage: dict = {}  # "since": when calls to the scheduler began to fail
 
-        async def one(item, ticket):
-            for attempt in range(3):
+        async def enqueue(batch: list) -> list[int]:
+            while True:
+                try:
+                    tickets = await self.scheduler.enqueue.remote(key, actor_path, batch)
+                    outage.pop("since", None)
+                    return tickets
+                except ray.exceptions.RayActorError:
+                    await self._scheduler_lost(outage, deadline)
+
+        tickets = await enqueue(items)
+        live = list(tickets)  # the ticket each item waits on now (None: lost with a scheduler)
+
+        async def one(i, item):
+            overdue = 0
+            while overdue < 3:
                 wait = min(deadline - time.monotonic(), self.SUBQUERY_PATIENCE_S)
                 if wait <= 0:
                     break
                 try:
-                    return await self.scheduler.result.remote(ticket, wait)
+                    return await self.scheduler.result.remote(live[i], wait)
+                except ray.exceptions.RayActorError:
+                    live[i] = None
+                    await self._scheduler_lost(outage, deadline)
                 except ray.exceptions.RayTaskError as err:
-                    if not isinstance(getattr(err, "cause", None), (TimeoutError, asyncio.TimeoutError)):
+                    if isinstance(err.cause, TicketLost):  # queued on a scheduler that restarted since
+                        live[i] = None
+                    elif isinstance(err.cause, (TimeoutError, asyncio.TimeoutError)):
+                        overdue += 1
+                        self._cancel([live[i]])
+                    else:
                         raise
-                self.scheduler.cancel.remote([ticket])
-                (ticket,) = await self.scheduler.enqueue.remote(key, actor_path, [item])
-            self.scheduler.cancel.remote([ticket])
-            raise ErrorTimeout(f"query timed out after {self.timeout:g}s")
+                (live[i],) = await enqueue([item])
+            self._cancel([live[i]])
+            raise QueryTimeout(f"query timed out after {self.timeout:g}s")
 
         try:
-            return list(await asyncio.gather(*(one(item, t) for item, t in zip(items, tickets))))
+            return list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
         except BaseException:
-            self.scheduler.cancel.remote(tickets)
+            self._cancel(live)
             raise
+
+    async def _scheduler_lost(self, outage: dict, deadline: float) -> None:
+        """Wait a moment for a restarting scheduler, or give up with 503 once it stays away."""
+        now = time.monotonic()
+        since = outage.setdefault("since", now)
+        if now - since >= self.SCHEDULER_GRACE_S or now >= deadline:
+            raise Unavailable("query scheduler unavailable (restarting), please try again")
+        await asyncio.sleep(min(0.5, max(0.0, deadline - now)))
+        try:  # a scheduler created anew (not restarted in place) needs a fresh handle
+            self._scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+        except ValueError:
+            pass
+
+    def _cancel(self, tickets: list) -> None:
+        tickets = [t for t in tickets if t is not None]
+        if tickets:
+            try:
+                self.scheduler.cancel.remote(tickets)
+            except Exception:  # noqa: BLE001 - best effort: the scheduler may be gone
+                pass
 
     async def query(self, tenants, request, actor_path=()):
         try:
@@ -193,15 +233,13 @@ class QueryFrontendDeployment:
             queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
             counters = cached.counters if self.frontend.results_cache is not None else None
             return self.frontend.respond(plan, partials, time.perf_counter() - began, queue, counters)
-        except SvcError as err:
-            return ErrorReply.of(err)
-        except ray.exceptions.RayTaskError as err:
-            cause = getattr(err, "cause", None)
-            if isinstance(cause, SvcError):
-                return ErrorReply.of(cause)
-            if isinstance(cause, (TimeoutError, asyncio.TimeoutError)):
+        except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
+            if isinstance(remote_cause(err), (TimeoutError, asyncio.TimeoutError)):
                 return ErrorReply(504, f"query timed out after {self.timeout:g}s")
-            raise
+            reply = ErrorReply.mapped(err)
+            if reply is None:
+                raise
+            return reply
 
     async def _call(self, method: str, *args):
         attempts = len(self.queriers) + 1
@@ -210,15 +248,15 @@ class QueryFrontendDeployment:
             querier = self.queriers[next(self._next) % len(self.queriers)]
             try:
                 return await getattr(querier, method).remote(*args)
-            except ray.exceptions.RayTaskError as err:
-                cause = getattr(err, "cause", None)
-                if isinstance(cause, SvcError):
-                    return ErrorReply.of(cause)
-                raise
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as err:
+            except ray.exceptions.RayActorError as err:  # ActorUnavailableError included
                 last = err  # the querier died or restarts: try the next one
                 await asyncio.sleep(0.2)
-        raise RuntimeError(f"no querier could answer: {last}")
+            except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
+                reply = ErrorReply.mapped(err)
+                if reply is None:
+                    raise
+                return reply
+        return ErrorReply.of(Unavailable(f"no querier could answer: {type(last).__name__}"))
 
     async def metadata(self, method: str, *args):
         return await self._call(method, *args)

@@ -1,27 +1,80 @@
-"""User errors -> HTTP responses, in one place (plain-text bodies, as the reference answers)."""
+"""Errors -> HTTP responses, in one place (plain-text bodies, as the reference answers).
+
+Errors raised in another Ray process arrive wrapped: a RayTaskError whose class also
+derives from the original's and whose str() is the remote traceback. Every mapping here
+first unwraps to the original exception, so a body never carries a traceback.
+"""
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
+from ray.exceptions import RayActorError
 from starlette.responses import PlainTextResponse, Response
 
 from svclog.model import SvcError
+from svclog.scheduler import QuerierLostError
+from svclog.storage.objstore import StoreError
 
 
 class BodyTooLarge(SvcError):
     status = 413
 
 
+class Unavailable(SvcError):
+    """A component the request needs is down or restarting; the client may try again."""
+
+    status = 503
+
+
+class QueryTimeout(SvcError):
+    status = 504
+
+
+def remote_cause(err: BaseException) -> BaseException:
+    """The original exception behind Ray's wrappers (nested when it crossed several actors)."""
+    for _ in range(8):  # bounded: a wrapper never legitimately nests deeper
+        cause = getattr(err, "cause", None)
+        if not isinstance(cause, BaseException) or cause is err:
+            break
+        err = cause
+    return err
+
+
+def as_svc_error(err: BaseException) -> SvcError | None:
+    """The typed error a client should see for `err`, or None for an internal error (500)."""
+    err = remote_cause(err)
+    if isinstance(err, SvcError):
+        return err
+    if isinstance(err, StoreError):
+        return Unavailable(f"object store unavailable: {err}")
+    if isinstance(err, RayActorError):
+        return Unavailable("a query component is restarting, please try again")
+    if isinstance(err, QuerierLostError):
+        return Unavailable(str(err))
+    if isinstance(err, (TimeoutError, asyncio.TimeoutError)):
+        return QueryTimeout("request timed out")
+    return None
+
+
 @dataclass(frozen=True)
 class ErrorReply:
-    """An SvcError carried across a Ray boundary as plain data."""
+    """An error carried across a Ray boundary as plain data."""
 
     status: int
     message: str
 
     @classmethod
-    def of(cls, err: SvcError) -> "ErrorReply":
-        return cls(int(getattr(err, "status", 400)), str(err))
+    def of(cls, err: BaseException) -> "ErrorReply":
+        mapped = as_svc_error(err)
+        if mapped is None:
+            return cls(500, f"internal error: {remote_cause(err)}")
+        return cls(int(getattr(mapped, "status", 400)), str(mapped))
+
+    @classmethod
+    def mapped(cls, err: BaseException) -> "ErrorReply | None":
+        """`of(err)` for errors with a typed mapping; None for internal errors (let them raise)."""
+        return None if as_svc_error(err) is None else cls.of(err)
 
     def raise_(self) -> None:
         err = SvcError(self.message)
@@ -30,11 +83,12 @@ class ErrorReply:
 
 
 def error_response(err: Exception) -> Response:
-    if isinstance(err, SvcError):
-        status = int(getattr(err, "status", 400))
-        message = str(err)
+    mapped = as_svc_error(err)
+    if mapped is not None:
+        status = int(getattr(mapped, "status", 400))
+        message = str(mapped)
     else:
-        status, message = 500, f"internal error: {err}"
+        status, message = 500, f"internal error: {remote_cause(err)}"
     if status == 200:
         return Response(status_code=200)
     return PlainTextResponse(message + "\n", status_code=status)
