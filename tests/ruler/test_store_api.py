@@ -25,9 +25,40 @@ def test_store_round_trip_with_unsafe_namespaces(rule_store, namespace):
 
 
 def test_segments_are_reversible():
-    for text in UNSAFE:
+    for text in UNSAFE + LONG:
         assert decode_segment(encode_segment(text)) == text
     assert decode_segment("not base64!") is None
+
+
+LONG = ["n" * 200, "ü" * 400, "x" * 162, "y" * 163, "z" * 1022]
+
+
+@pytest.mark.parametrize("name", LONG)
+def test_long_names_are_stored_under_short_key_segments(rule_store, name):
+    body = ALERT_BODY.replace("name: api-errors", f"name: {name}")
+    group = parse_group(body)
+    rule_store.set_group("t1", name, group)
+    rule_store.set_group("t1", name + "-b", group)  # shares the first segments with `name`
+    key = rule_store.group_key("t1", name, name)
+    assert max(len(part.encode()) for part in key.split("/")) + len(".tmp-") + 32 <= 255
+    assert rule_store.get_group("t1", name, name) == group
+    assert rule_store.list_groups("t1") == {name: [group], name + "-b": [group]}
+    assert rule_store.list_groups("t1", name) == {name: [group]}
+    rule_store.delete_group("t1", name, name)
+    assert rule_store.list_groups("t1") == {name + "-b": [group]}
+    rule_store.delete_namespace("t1", name + "-b")
+    assert rule_store.list_groups("t1") == {}
+
+
+def test_short_names_keep_their_single_segment_keys():
+    assert encode_segment("x" * 162).count("/") == 0 and encode_segment("y" * 163).count("/") == 1
+
+
+def test_names_over_the_limit_are_user_errors(rule_store):
+    with pytest.raises(ValidationError, match="limit: 1024 bytes"):
+        rule_store.set_group("t1", "n" * 1025, parse_group(ALERT_BODY))
+    with pytest.raises(ValidationError, match="limit: 1024 bytes"):
+        rule_store.get_group("t1", "ns", "g" * 1025)
 
 
 def test_tenants_are_isolated(rule_store):
