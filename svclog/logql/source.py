@@ -38,13 +38,36 @@ class SelectRequest:
     shard: tuple[int, int] | None = None  # (index, count): only streams with fingerprint % count == index
 
 
+@dataclass(frozen=True)
+class IngesterScan:
+    """What ingesters read to answer one select, counted before line filters (the counts of
+    the lines they send back are smaller when the request pushed filters down to them)."""
+
+    head_lines: int = 0  # from head (unsealed) blocks
+    head_bytes: int = 0
+    chunk_lines: int = 0  # from sealed chunks not flushed yet
+    chunk_bytes: int = 0
+    chunks: int = 0  # chunks (head and sealed) overlapping the request
+
+    def __add__(self, other: "IngesterScan") -> "IngesterScan":
+        return IngesterScan(self.head_lines + other.head_lines, self.head_bytes + other.head_bytes,
+                            self.chunk_lines + other.chunk_lines, self.chunk_bytes + other.chunk_bytes,
+                            self.chunks + other.chunks)
+
+
 @dataclass
 class SourceStats:
-    """Counters a source fills while reading; reported in the query response `stats`."""
+    """Counters a source fills while reading; reported in the query response `stats`.
 
-    ingester_lines: int = 0
+    Merging sub-queries' stats adds every counter except `ingester_reached` (see MAX_MERGED)."""
+
+    ingester_lines: int = 0  # scanned (head + sealed chunks), before line filters
     ingester_bytes: int = 0
-    ingester_reached: int = 0
+    ingester_head_lines: int = 0  # the part of ingester_lines read from head blocks
+    ingester_head_bytes: int = 0
+    ingester_lines_sent: int = 0  # what the ingesters sent back (after pushed-down filters)
+    ingester_reached: int = 0  # ingesters reached: each select asks all of them, so the most one select reached
+    ingester_batches: int = 0  # answers received from ingesters
     ingester_chunks: int = 0
     store_lines: int = 0
     store_bytes: int = 0
@@ -54,6 +77,8 @@ class SourceStats:
     store_download_seconds: float = 0.0
     duplicates: int = 0
     extra: dict = field(default_factory=dict)
+
+    MAX_MERGED = frozenset({"ingester_reached"})
 
 
 class LogSource(Protocol):

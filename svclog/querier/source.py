@@ -16,7 +16,7 @@ import pyarrow as pa
 from svclog.chunk.format import CHUNK_SCHEMA
 from svclog.chunk.head import sort_dedupe
 from svclog.chunk.pushdown import apply_line_filters
-from svclog.logql.source import SelectRequest, SourceStats, StreamBlock
+from svclog.logql.source import IngesterScan, SelectRequest, SourceStats, StreamBlock
 from svclog.model import Labels, Matcher, labels_match
 from svclog.storage.chunk_store import ChunkStore, FetchStats
 from svclog.storage.index import IndexReader
@@ -24,10 +24,14 @@ from svclog.storage.index import IndexReader
 TENANT_LABEL = "__tenant_id__"
 
 
+IngesterAnswer = tuple[list[tuple[Labels, pa.Table]], int] | tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]
+
+
 class IngesterReader(Protocol):
     def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
-               shard: tuple[int, int] | None, line_filters: tuple = ()) -> tuple[list[tuple[Labels, pa.Table]], int]:
-        """Unflushed entries of matching streams from every ingester, and how many answered."""
+               shard: tuple[int, int] | None, line_filters: tuple = ()) -> IngesterAnswer:
+        """Unflushed entries of matching streams from every ingester, how many answered and,
+        when the ingesters tell, what they scanned for it (summed over them)."""
         ...
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]: ...
@@ -96,16 +100,24 @@ class StoreSource:
         parts: dict[Labels, list[pa.Table]] = {}
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
         if self._ingesters_wanted(request.end):
-            found, reached = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard,
-                                                   request.line_filters)
-            self.stats.ingester_reached += reached
+            answer = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard,
+                                           request.line_filters)
+            found, reached = answer[0], answer[1]
+            scan = answer[2] if len(answer) > 2 else None
+            self.stats.ingester_reached = max(self.stats.ingester_reached, reached)
+            self.stats.ingester_batches += reached
             filtered = getattr(self.ingesters, "applies_line_filters", False)
+            sent_lines = sent_bytes = 0
             for labels, table in found:
-                self.stats.ingester_lines += table.num_rows
-                self.stats.ingester_bytes += _line_bytes(table)
+                sent_lines += table.num_rows
+                if scan is None:  # a reader that does not say what it scanned: count what it sent
+                    sent_bytes += _line_bytes(table)
                 if not filtered:  # a reader that ignores the hint: filter here, the engine will not
                     table = apply_line_filters(table, request.line_filters)
-                parts.setdefault(labels, []).append(table)
+                if table.num_rows:
+                    parts.setdefault(labels, []).append(table)
+            self.stats.ingester_lines_sent += sent_lines
+            self._count_ingester_scan(scan if scan is not None else IngesterScan(sent_lines, sent_bytes))
         refs = self.index.chunk_refs(tenant, matchers, request.start, request.end, request.shard)
         fetch = FetchStats()
         for labels, chunk_refs in refs.items():
@@ -132,6 +144,14 @@ class StoreSource:
                 merged = drop_deleted(labels, merged)
             if merged.num_rows:
                 yield labels, merged
+
+    def _count_ingester_scan(self, scan: IngesterScan) -> None:
+        stats = self.stats
+        stats.ingester_lines += scan.head_lines + scan.chunk_lines
+        stats.ingester_bytes += scan.head_bytes + scan.chunk_bytes
+        stats.ingester_head_lines += scan.head_lines
+        stats.ingester_head_bytes += scan.head_bytes
+        stats.ingester_chunks += scan.chunks
 
     def select_series(self, matchers: tuple[Matcher, ...], start: int, end: int) -> Iterable[Labels]:
         tenants, rest = self._tenants_for(matchers)

@@ -6,14 +6,16 @@ from svclog.logql.source import SourceStats
 
 def build_stats(s: SourceStats, exec_seconds: float, queue_seconds: float = 0.0) -> dict:
     total_bytes = s.ingester_bytes + s.store_bytes
+    sealed_lines, sealed_bytes = s.ingester_lines - s.ingester_head_lines, s.ingester_bytes - s.ingester_head_bytes
     total_lines = s.ingester_lines + s.store_lines
     per_second = (lambda v: int(v / exec_seconds)) if exec_seconds > 0 else (lambda v: 0)
     return {
         "ingester": {
-            "compressedBytes": 0, "decompressedBytes": 0, "decompressedLines": 0,
-            "headChunkBytes": s.ingester_bytes, "headChunkLines": s.ingester_lines,
-            "totalBatches": s.ingester_reached, "totalChunksMatched": s.ingester_chunks,
-            "totalDuplicates": 0, "totalLinesSent": s.ingester_lines, "totalReached": s.ingester_reached,
+            # sealed chunks wait in memory as Arrow tables: read without decompressing
+            "compressedBytes": 0, "decompressedBytes": sealed_bytes, "decompressedLines": sealed_lines,
+            "headChunkBytes": s.ingester_head_bytes, "headChunkLines": s.ingester_head_lines,
+            "totalBatches": s.ingester_batches, "totalChunksMatched": s.ingester_chunks,
+            "totalDuplicates": 0, "totalLinesSent": s.ingester_lines_sent, "totalReached": s.ingester_reached,
         },
         "store": {
             "compressedBytes": s.store_compressed_bytes, "decompressedBytes": s.store_bytes,
@@ -30,9 +32,12 @@ def build_stats(s: SourceStats, exec_seconds: float, queue_seconds: float = 0.0)
 
 
 def merge_source_stats(parts: list[SourceStats]) -> SourceStats:
+    """The stats of a whole query from its sub-queries' (time pieces and shards)."""
     total = SourceStats()
     for part in parts:
         for name in total.__dataclass_fields__:
-            if name != "extra":
-                setattr(total, name, getattr(total, name) + getattr(part, name))
+            if name == "extra":
+                continue
+            mine, theirs = getattr(total, name), getattr(part, name)
+            setattr(total, name, max(mine, theirs) if name in SourceStats.MAX_MERGED else mine + theirs)
     return total
