@@ -15,8 +15,8 @@ from svclog.actors.ruler_actor import RemoteRuler
 from svclog.actors.scheduler_actor import RemoteScheduler, scheduler_options
 from svclog.actors.ingester_actor import RemoteIngester
 from svclog.actors.options import (
-    NAMESPACE, RULER_NAME, compactor_options, ingester_options, pattern_ingester_options, querier_options,
-    ring_options, ruler_options,
+    NAMESPACE, compactor_options, ingester_options, pattern_ingester_options, querier_options,
+    ring_options, ruler_name, ruler_options, ruler_ring_options,
 )
 from svclog.actors.querier_actor import RemoteQuerier
 from svclog.actors.ring_actor import RemoteRing
@@ -82,8 +82,12 @@ def start(cfg: Config) -> dict:
         ray.get([q.ready.remote() for q in queriers])
     if "compactor" in wanted:
         backends.append(RemoteCompactor.options(**compactor_options()).remote(cfg))
-    if "ruler" in wanted:
-        backends.append(RemoteRuler.options(**ruler_options()).remote(cfg, RULER_NAME, max(1, cfg.ray.num_queriers)))
+    if "ruler" in wanted:  # the ruler ring first: each ruler joins it as it starts
+        ruler_ring = RemoteRing.options(**ruler_ring_options()).remote(cfg.ruler.ring.heartbeat_timeout)
+        ray.get(ruler_ring.ready.remote())
+        backends.append(ruler_ring)
+        backends += [RemoteRuler.options(**ruler_options(i)).remote(cfg, ruler_name(i), max(1, cfg.ray.num_queriers))
+                     for i in range(max(1, cfg.ray.num_rulers))]
     if "pattern-ingester" in wanted and cfg.pattern_ingester.enabled:
         backends.append(RemotePatternIngester.options(**pattern_ingester_options()).remote(cfg))
     ray.get([actor.ready.remote() for actor in backends])

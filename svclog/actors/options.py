@@ -29,7 +29,7 @@ NAMESPACE = "svclog"
 RING_NAME = "ring"
 COMPACTOR_NAME = "compactor"
 PATTERN_INGESTER_NAME = "pattern-ingester"
-RULER_NAME = "ruler-0"
+RULER_RING_NAME = "ruler-ring"
 # Custom resources that cluster.yaml's node types advertise (svclog targets node types by them).
 READ_RESOURCE = "svclog_read"
 WRITE_RESOURCE = "svclog_write"
@@ -42,6 +42,13 @@ def ingester_name(index: int) -> str:
 
 def querier_name(index: int) -> str:
     return f"querier-{index}"
+
+
+def ruler_name(index: int) -> str:
+    return f"ruler-{index}"
+
+
+RULER_NAME = ruler_name(0)  # the rules API's entry; every ruler answers it (one shared store)
 
 
 def ring_options() -> dict:
@@ -102,7 +109,12 @@ def pattern_ingester_options(num_cpus: float = 0.1) -> dict:
             **placement(BACKEND_RESOURCE, 0, num_cpus, tagged_only=True)}
 
 
-def ruler_options() -> dict:
-    return {"name": RULER_NAME, "namespace": NAMESPACE, "num_cpus": 0.05, "max_restarts": -1,
+def ruler_options(index: int = 0) -> dict:
+    return {"name": ruler_name(index), "namespace": NAMESPACE, "num_cpus": 0.05, "max_restarts": -1,
             "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True,
-            **placement(BACKEND_RESOURCE, 0, 0.05, tagged_only=True)}
+            **placement(BACKEND_RESOURCE, index, 0.05, tagged_only=True)}
+
+
+def ruler_ring_options() -> dict:
+    """The rulers' own ring (which ruler evaluates which group); restarts like the main ring."""
+    return {**ring_options(), "name": RULER_RING_NAME}

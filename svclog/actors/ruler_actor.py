@@ -1,8 +1,10 @@
 """Ray host of a Ruler: the rules API, the evaluation loop (a background thread), compat views.
 
-Rule queries go to the querier actors as instant queries. When several rulers run, each
-registers in the ruler ring (a RingActor named `RULER_RING_NAME`, created by the launcher)
-and evaluates only the groups the ring gives it; without that ring it evaluates all.
+Rule queries go to the querier actors as instant queries. Each ruler registers in the
+ruler ring (a RingActor named `RULER_RING_NAME`, created by the launcher), heartbeats, and
+evaluates only the groups the ring gives it; without that ring it evaluates all. Any ruler
+answers the rules API (one shared store) and tells the others to reload a changed tenant;
+`rulers()` hands the HTTP layer every healthy ruler so the compat views can be merged.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import time
 
 import ray
 
-from svclog.actors.options import NAMESPACE, querier_name
+from svclog.actors.options import NAMESPACE, RULER_RING_NAME, querier_name
 from svclog.config import Config, limits_for, object_store_uri, rules_dir
 from svclog.config.paths import store_uri_for
 from svclog.log_level import apply_level
@@ -32,7 +34,7 @@ from svclog.ruler.store import RuleStore
 from svclog.storage.objstore import ObjectStore
 
 log = logging.getLogger(__name__)
-RULER_RING_NAME = "ruler-ring"
+__all__ = ["RULER_RING_NAME", "RemoteRuler", "RulerActor"]
 QUERY_TIMEOUT_S = 300.0
 TICK_S = 0.5
 
@@ -119,7 +121,7 @@ class RulerActor(RulerService):
         self._ring_actor = self._join_ring()
         ruler = Ruler(store, RayInstantQuerier(num_queriers), settings, notifier, _remote_writer(cfg),
                       ring=self._ring_snapshot)
-        super().__init__(RulesAPI(store, self._limits, on_change=lambda tenant: ruler.sync(now_ns(), tenant)), ruler)
+        super().__init__(RulesAPI(store, self._limits, on_change=self._changed), ruler, peers=self._peers)
         self._stop = threading.Event()
         self._loop: threading.Thread | None = None
         if background:
@@ -141,6 +143,30 @@ class RulerActor(RulerService):
         if self._ring_actor is None:
             return None
         return healthy_ring(Ring.from_snapshot(ray.get(self._ring_actor.snapshot.remote(), timeout=30)))
+
+    def _ruler_names(self) -> list[str]:
+        ring = self._ring_snapshot()
+        return [] if ring is None else sorted(m.address for m in ring.members.values())
+
+    def _peers(self) -> list:
+        """Handles of the healthy rulers in the ring (this one included); [] without a ring."""
+        handles = []
+        for name in self._ruler_names():
+            try:
+                handles.append(ray.get_actor(name, namespace=NAMESPACE))
+            except ValueError:
+                log.warning("ruler ring member %s has no actor", name)
+        return handles
+
+    def _changed(self, tenant: str) -> None:
+        """After an API write: reload here at once, and have the other rulers reload too."""
+        self.ruler.sync(now_ns(), tenant)
+        try:
+            for name in self._ruler_names():
+                if name != self.instance_id:  # fire and forget: they poll the store anyway
+                    ray.get_actor(name, namespace=NAMESPACE).sync_tenant.remote(tenant)
+        except Exception as err:  # noqa: BLE001 - the write succeeded; peers catch up at their next poll
+            log.warning("ruler: telling the other rulers about tenant %s failed: %s", tenant, err)
 
     def _limits(self, tenant: str) -> RuleLimits:
         limits = limits_for(self.cfg, tenant)

@@ -77,6 +77,7 @@ class RayConfig:
     namespace: str = "svclog"
     num_ingesters: int | None = None  # None = max(1, common.replication_factor)
     num_queriers: int = 2
+    num_rulers: int = 1  # rulers share the rule groups through the ruler ring
     # Declared (not enforced) shares: the whole single-node topology must fit 2 CPUs.
     ingester_num_cpus: float = 0.2
     querier_num_cpus: float = 0.2

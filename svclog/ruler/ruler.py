@@ -1,9 +1,10 @@
 """The ruler: keeps the owned rule groups loaded, evaluates each when due, delivers the results.
 
 `tick(now)` is the whole scheduler (the actor calls it from its loop; tests call it
-with a fake clock): it re-reads the store every `poll_interval`, evaluates the groups
-whose slot has come, sends due alerts to the Alertmanager and recorded samples to
-remote-write. Queries run outside the lock; applying results and the compat views
+with a fake clock): it re-reads the store every `poll_interval` and at once when the
+ruler ring's healthy members change (checked every `ring_check_interval`, so groups move
+soon after a ruler joins or leaves), evaluates the groups whose slot has come, sends due
+alerts to the Alertmanager and recorded samples to remote-write. Queries run outside the lock; applying results and the compat views
 take it, so a slow query never blocks `/compat/api/v1/rules`.
 """
 from __future__ import annotations
@@ -31,6 +32,7 @@ class RulerSettings:
     instance_id: str = "ruler"
     evaluation_interval_ns: int = 60 * NS
     poll_interval_ns: int = 60 * NS
+    ring_check_interval_ns: int = 5 * NS
     resend_delay_ns: int = 60 * NS
     evaluation_delay_ns: int = 0
     external_labels: tuple[tuple[str, str], ...] = ()
@@ -67,6 +69,8 @@ class Ruler:
         self._groups: dict[tuple[str, str, str], GroupState] = {}
         self._lock = threading.RLock()
         self._last_sync_ns: int | None = None
+        self._last_ring_check_ns = 0
+        self._ring_members: frozenset | None = None  # the healthy members the loaded groups follow
         self._context = Context(settings.external_labels, settings.external_url)
         self._eval = EvalSettings(settings.resend_delay_ns, settings.evaluation_delay_ns, settings.external_url)
 
@@ -80,6 +84,8 @@ class Ruler:
         """Reload groups from the store (all tenants, or one after an API change)."""
         tenants = [tenant] if tenant else self.store.list_tenants()
         ring = self.ring()
+        if tenant is None:
+            self._ring_members = _membership(ring)
         loaded: dict[tuple[str, str, str], GroupState] = {}
         for name in tenants:
             if not self._tenant_enabled(name):
@@ -105,9 +111,20 @@ class Ruler:
 
     # ------------------------------------------------------------ evaluation
 
+    def _ring_changed(self, now: int) -> bool:
+        if now - self._last_ring_check_ns < self.settings.ring_check_interval_ns:
+            return False
+        self._last_ring_check_ns = now
+        try:
+            return _membership(self.ring()) != self._ring_members
+        except Exception as err:  # noqa: BLE001 - ring unreachable: keep the groups we have
+            log.warning("ruler: reading the ruler ring failed: %s", err)
+            return False
+
     def tick(self, now: int) -> int:
         """Evaluate every group whose slot has come; returns how many were evaluated."""
-        if self._last_sync_ns is None or now - self._last_sync_ns >= self.settings.poll_interval_ns:
+        if (self._last_sync_ns is None or now - self._last_sync_ns >= self.settings.poll_interval_ns
+                or self._ring_changed(now)):
             try:
                 self.sync(now)
             except Exception as err:  # noqa: BLE001 - store unreachable: keep evaluating what is loaded
@@ -162,3 +179,8 @@ class Ruler:
     def compat_alerts(self, tenant: str) -> dict:
         with self._lock:
             return compat.alerts_data(self.groups(tenant))
+
+
+def _membership(ring: Ring | None) -> frozenset | None:
+    """What group ownership depends on: the members and their tokens."""
+    return None if ring is None else frozenset((m.id, m.tokens) for m in ring.members.values())

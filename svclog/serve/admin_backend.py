@@ -14,8 +14,9 @@ from typing import Any
 import ray
 from ray import serve
 
-from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RING_NAME, RULER_NAME, querier_name
-from svclog.actors.ruler_actor import RULER_RING_NAME
+from svclog.actors.options import (
+    COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RING_NAME, RULER_NAME, RULER_RING_NAME, querier_name, ruler_name,
+)
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog import targets
 from svclog.model import NotFoundError, SvcError, ValidationError
@@ -96,8 +97,9 @@ class RayAdmin:
         return [querier_name(i) for i in range(max(1, self.cfg.ray.num_queriers))]
 
     def _backend_names(self) -> list[str]:
-        names = [name for component, name in (("compactor", COMPACTOR_NAME), ("ruler", RULER_NAME))
-                 if self._local(component)]
+        names = [COMPACTOR_NAME] if self._local("compactor") else []
+        if self._local("ruler"):
+            names += [ruler_name(i) for i in range(max(1, self.cfg.ray.num_rulers))]
         if self.cfg.pattern_ingester.enabled and self._local("pattern-ingester"):
             names.append(PATTERN_INGESTER_NAME)
         # started by some topologies only: listed when they exist

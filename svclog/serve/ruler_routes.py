@@ -4,11 +4,14 @@ Rules API under `/svc/api/v1/rules`, `/loki/api/v1/rules` and `/api/prom/rules`;
 compat views under `/compat/api/v1/{rules,alerts}`, `/prometheus/api/v1/...` and
 `/api/prom/api/v1/...`. Namespace and group names are taken from the raw request path
 and percent-decoded one segment at a time, so a namespace holding `%2F` works.
-`get_ruler()` returns one ruler actor handle, or a list of them when several rulers
-share the groups: compat views then ask every ruler and merge the answers.
+`get_ruler()` returns one ruler actor handle (or a list of them); when several rulers
+share the groups the compat views ask every ruler that one's `rulers()` names and merge
+the answers. With `ruler.enable_api` false every route here answers 404, as the
+reference registers none of them then.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import urllib.parse
 from collections.abc import Callable
@@ -60,7 +63,33 @@ def _handles(get_ruler: Callable[[], Any]) -> list[Any]:
     return list(found) if isinstance(found, (list, tuple)) else [found]
 
 
-def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: bool | Callable[[], bool]) -> FastAPI:
+async def _all_rulers(get_ruler: Callable[[], Any]) -> list[Any]:
+    """Every ruler sharing the groups: a given list as is, else the ones the ruler names (itself if alone)."""
+    found = get_ruler()
+    if isinstance(found, (list, tuple)):
+        return list(found)
+    return list(await found.rulers.remote()) or [found]
+
+
+def configured_api_enabled() -> bool:
+    """`ruler.enable_api` of the gateway's config (on when there is none yet: a bare app in tests)."""
+    from svclog.serve import runtime
+
+    try:
+        return bool(runtime.config().ruler.enable_api)
+    except KeyError:
+        return True
+
+
+def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: bool | Callable[[], bool],
+                     api_enabled: bool | Callable[[], bool] = configured_api_enabled) -> FastAPI:
+    def when_enabled(endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        async def guarded(request: Request) -> Response:
+            if not (api_enabled() if callable(api_enabled) else api_enabled):
+                return error_response(NotFoundError("404 page not found"))
+            return await endpoint(request)
+        return guarded
+
     def tenant_of(request: Request) -> str:
         enabled = auth_enabled() if callable(auth_enabled) else auth_enabled
         return single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=enabled)
@@ -105,7 +134,7 @@ def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: b
             params = request.query_params
             args = (tenant, params.get("type"), params.getlist("file"), params.getlist("rule_group"),
                     params.getlist("rule_name"))
-            parts = [await handle.compat_rules.remote(*args) for handle in _handles(get_ruler)]
+            parts = await asyncio.gather(*(h.compat_rules.remote(*args) for h in await _all_rulers(get_ruler)))
             return _json({"status": "success", "data": merge_rules_data(parts)})
         except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
             return _compat_failure(err)
@@ -113,19 +142,19 @@ def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: b
     async def compat_alerts(request: Request) -> Response:
         try:
             tenant = tenant_of(request)
-            parts = [await handle.compat_alerts.remote(tenant) for handle in _handles(get_ruler)]
+            parts = await asyncio.gather(*(h.compat_alerts.remote(tenant) for h in await _all_rulers(get_ruler)))
             return _json({"status": "success", "data": merge_alerts_data(parts)})
         except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
             return _compat_failure(err)
 
     for prefix in RULES_PREFIXES:
         for method in ("GET", "POST", "DELETE"):
-            endpoint = rules_endpoint(prefix, method)
+            endpoint = when_enabled(rules_endpoint(prefix, method))
             app.add_api_route(prefix, endpoint, methods=[method], include_in_schema=False)
             app.add_api_route(prefix + "/{rest:path}", endpoint, methods=[method], include_in_schema=False)
     for prefix in COMPAT_PREFIXES:
-        app.add_api_route(prefix + "/rules", compat_rules, methods=["GET"], include_in_schema=False)
-        app.add_api_route(prefix + "/alerts", compat_alerts, methods=["GET"], include_in_schema=False)
+        app.add_api_route(prefix + "/rules", when_enabled(compat_rules), methods=["GET"], include_in_schema=False)
+        app.add_api_route(prefix + "/alerts", when_enabled(compat_alerts), methods=["GET"], include_in_schema=False)
     return app
 
 

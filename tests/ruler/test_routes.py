@@ -65,8 +65,8 @@ def service(rule_store):
     return RulerService(RulesAPI(rule_store, on_change=lambda tenant: ruler.sync(1, tenant)), ruler)
 
 
-def _client(service, auth_enabled=True, handles=None):
-    app = add_ruler_routes(FastAPI(), lambda: handles or Handle(service), auth_enabled)
+def _client(service, auth_enabled=True, handles=None, api_enabled=True):
+    app = add_ruler_routes(FastAPI(), lambda: handles or Handle(service), auth_enabled, api_enabled)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc")
 
 
@@ -170,6 +170,63 @@ def test_compat_merges_several_rulers(service, rule_store):
             r = await c.get("/compat/api/v1/rules", headers=H)
             assert len(r.json()["data"]["groups"]) == 1  # only the first ruler loaded it so far
     run(scenario())
+
+
+def test_compat_merges_the_rulers_a_ruler_names(rule_store):
+    """One ruler is the entry; its `rulers()` names all of them, each answering for its own groups."""
+    from svclog.ring.ring import Ring
+
+    ring = Ring()
+    for member in ("r0", "r1"):
+        ring.register(member, member, node=member, num_tokens=64)
+    services: dict[str, RulerService] = {}
+    for member in ("r0", "r1"):
+        ruler = Ruler(rule_store, NoQueries(), RulerSettings(instance_id=member), ring=lambda: ring)
+        api = RulesAPI(rule_store, on_change=lambda tenant: [s.ruler.sync(1, tenant) for s in services.values()])
+        services[member] = RulerService(api, ruler, peers=lambda: [Handle(s) for s in services.values()])
+
+    async def scenario():
+        app = add_ruler_routes(FastAPI(), lambda: Handle(services["r0"]), True)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc") as c:
+            for i in range(12):
+                body = ALERT_BODY.replace("api-errors", f"g{i}")
+                assert (await c.post("/svc/api/v1/rules/ns", content=body, headers=H)).status_code == 202
+            per_ruler = [len(s.ruler.groups("t1")) for s in services.values()]
+            assert sum(per_ruler) == 12 and all(per_ruler)  # shared, each group loaded once
+            r = await c.get("/compat/api/v1/rules", headers=H)
+            assert sorted(g["name"] for g in r.json()["data"]["groups"]) == sorted(f"g{i}" for i in range(12))
+            r = await c.get("/compat/api/v1/alerts", headers=H)
+            assert r.status_code == 200 and r.json()["data"] == {"alerts": []}
+    run(scenario())
+
+
+def test_disabled_api_answers_404_everywhere(service):
+    paths = ["/svc/api/v1/rules", "/svc/api/v1/rules/ns", "/svc/api/v1/rules/ns/g", "/api/prom/rules",
+             "/loki/api/v1/rules/ns", "/prometheus/api/v1/rules", "/prometheus/api/v1/alerts",
+             "/compat/api/v1/rules", "/compat/api/v1/alerts", "/api/prom/api/v1/alerts"]
+
+    async def scenario():
+        async with _client(service, api_enabled=lambda: False) as c:
+            for path in paths:
+                for headers in (H, {}):
+                    r = await c.get(path, headers=headers)
+                    assert r.status_code == 404 and "404 page not found" in r.text, (path, r.text)
+            r = await c.post("/svc/api/v1/rules/ns", content=ALERT_BODY, headers={**H, **YAML})
+            assert r.status_code == 404
+            assert (await c.delete("/svc/api/v1/rules/ns", headers=H)).status_code == 404
+        assert service.api.store.list_groups("t1") == {}
+    run(scenario())
+
+
+def test_api_follows_the_gateway_config(service, monkeypatch):
+    from svclog.config import load_config
+    from svclog.serve import ruler_routes, runtime
+
+    assert ruler_routes.configured_api_enabled()  # no config yet: a bare app
+    monkeypatch.setattr(runtime, "_state", {"cfg": load_config(None, [])})
+    assert not ruler_routes.configured_api_enabled()  # off by default
+    monkeypatch.setattr(runtime, "_state", {"cfg": load_config(None, ["-ruler.enable-api=true"])})
+    assert ruler_routes.configured_api_enabled()
 
 
 # ---------------------------------------------------------------- recorded conformance cases
