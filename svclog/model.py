@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timezone
 from typing import NamedTuple
 
+import re2
+
 # ---------------------------------------------------------------- errors
 
 class SvcError(Exception):
@@ -179,22 +181,60 @@ class MatchType(enum.Enum):
     NRE = "!~"
 
 
+# RE2 codes -> Go regexp/syntax texts (Go's parser is a port of RE2's; only the words differ)
+_GO_REGEXP_ERRORS = {
+    "missing )": "missing closing )",
+    "missing ]": "missing closing ]",
+    "trailing \\": "trailing backslash at end of expression",
+    "no argument for repetition operator": "missing argument to repetition operator",
+    "bad repetition operator": "invalid nested repetition operator",
+    "invalid repetition size": "invalid repeat count",
+    "invalid perl operator": "invalid or unsupported Perl syntax",
+    "invalid named capture group": "invalid named capture",
+    "pattern too large - compile failed": "expression too large",
+}
+# `\C` (any byte) is RE2-only; Go rejects it.
+_ANY_BYTE_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\C")
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+def compile_go_regexp(pattern: str) -> re2._Regexp:
+    """Compile `pattern` with RE2, the dialect of Go's regexp that LogQL uses.
+
+    Raises ParseError with Go's wording (`error parsing regexp: <code>: `<arg>``).
+    """
+    if _ANY_BYTE_ESCAPE.search(pattern):
+        raise ParseError("error parsing regexp: invalid escape sequence: `\\C`")
+    try:
+        return re2.compile(pattern, options=_RE2_OPTIONS)
+    except re2.error as err:
+        text = err.args[0] if err.args else str(err)
+        text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+        code, _, arg = text.partition(": ")
+        code = _GO_REGEXP_ERRORS.get(code, code)
+        raise ParseError(f"error parsing regexp: {code}: `{arg}`" if arg else f"error parsing regexp: {code}") from None
+
+
 @dataclass(frozen=True)
 class Matcher:
-    """A label matcher; regexes are anchored at both ends, as in PromQL/LogQL."""
+    """A label matcher; regexes are RE2 anchored as `^(?s:...)$`, as in PromQL/LogQL."""
 
     name: str
     type: MatchType
     value: str
-    _compiled: re.Pattern | None = field(default=None, compare=False, repr=False, hash=False)
+    _compiled: re2._Regexp | None = field(default=None, compare=False, repr=False, hash=False)
+    # RE2's Python binding costs microseconds per call: remember answers per label value
+    _seen: dict[str, bool] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
+        for name in ("name", "value"):  # plain str, whatever str subclass the caller passed
+            object.__setattr__(self, name, str(getattr(self, name)))
         if self.type in (MatchType.RE, MatchType.NRE):
-            try:
-                compiled = re.compile(f"(?s:{self.value})\\Z")
-            except re.error as err:
-                raise ParseError(f"invalid regex {self.value!r}: {err}") from err
-            object.__setattr__(self, "_compiled", compiled)
+            object.__setattr__(self, "_compiled", compile_go_regexp(f"^(?s:{self.value})$"))
+
+    def __reduce__(self):
+        return (Matcher, (self.name, self.type, self.value))
 
     def matches(self, value: str | None) -> bool:
         """Does this matcher accept a label value? A missing label counts as ''."""
@@ -203,7 +243,11 @@ class Matcher:
             return value == self.value
         if self.type is MatchType.NEQ:
             return value != self.value
-        hit = self._compiled.match(value) is not None  # type: ignore[union-attr]
+        hit = self._seen.get(value)
+        if hit is None:
+            if len(self._seen) >= 4096:
+                self._seen.clear()
+            hit = self._seen[value] = self._compiled.search(value) is not None  # type: ignore[union-attr]
         return hit if self.type is MatchType.RE else not hit
 
     def matches_empty(self) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from lark.exceptions import UnexpectedInput
 
 from svclog.logql import ast
-from svclog.model import Matcher, MatchType, ParseError, is_valid_label_name
+from svclog.model import Matcher, MatchType, ParseError, compile_go_regexp, is_valid_label_name
 
 EMPTY_MATCHERS_ERROR = (
     "queries require at least one regexp or equality matcher that does not have an "
@@ -115,18 +115,9 @@ def check_selectors(expr: object) -> None:
 def _regex_error(pattern: str) -> str | None:
     """Why RE2 (the reference's regex dialect) rejects `pattern`, or None if it is valid."""
     try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-    except ImportError:  # fall back to Python's dialect, which is close for common patterns
-        try:
-            re.compile(pattern.replace("(?<", "(?P<").replace("(?P<=", "(?<=").replace("(?P<!", "(?<!"))
-        except re.error as err:
-            return f"error parsing regexp: {err}"
-        return None
-    try:
-        pc.match_substring_regex(pa.array([""], pa.string()), pattern=pattern)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-        return f"error parsing regexp: {str(err).split(': ', 1)[-1]}"
+        compile_go_regexp(pattern)
+    except ParseError as err:
+        return err.message
     return None
 
 

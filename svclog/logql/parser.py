@@ -28,6 +28,17 @@ class _Stages(tuple):
     """Several pipeline stages produced by one grammar stage (a split `!= "a" or "b"`)."""
 
 
+class _LineFilter(_Stages):
+    """The stages of one line filter, with where its `or` chain stops being valid.
+
+    The reference's grammar lets `ip()` end an `or` segment: the first filter of a run of
+    line filters may hold two segments (`lineFilter OR orFilter`), a later one only one.
+    `stray_or` is the `or` token the reference rejects in each position, if any.
+    """
+
+    stray_or: tuple[Token | None, Token | None] = (None, None)
+
+
 class _Offset(int):
     """An `offset` duration in nanoseconds, tagged so log_range can tell it from the range."""
 
@@ -62,7 +73,7 @@ class _Builder(Transformer):
 
     def matcher(self, items: list[Any]) -> Matcher:
         name, op, value = items
-        return checks.make_matcher(str(name), op, value)
+        return checks.make_matcher(str(name), op, str(value))
 
     def match_op(self, items: list[Token]) -> MatchType:
         return MatchType(str(items[0]))
@@ -71,9 +82,15 @@ class _Builder(Transformer):
         op = str(items[0])
         values = tuple(item for item in items[1:] if isinstance(item, ast.FilterValue))
         if op.startswith("|"):
-            return _Stages([ast.LineFilter(op, values)])
-        # not (a or b) == not a and not b: the reference turns the chain into single filters
-        return _Stages(ast.LineFilter(op, (value,)) for value in values)
+            stages = _LineFilter([ast.LineFilter(op, values)])
+        else:
+            # not (a or b) == not a and not b: the reference turns the chain into single filters
+            stages = _LineFilter(ast.LineFilter(op, (value,)) for value in values)
+        ors = [item for item in items[1:] if isinstance(item, Token) and item.type == "OR"]
+        ips = [i for i, value in enumerate(values) if value.ip]
+        # value i is followed by ors[i]; an `or` after a segment-ending ip() is a syntax error
+        stages.stray_or = tuple(ors[ips[n]] if len(ips) > n and ips[n] < len(ors) else None for n in (1, 0))
+        return stages
 
     def filter_op(self, items: list[Token]) -> str:
         return str(items[0])
@@ -148,7 +165,7 @@ class _Builder(Transformer):
 
     def lf_string(self, items: list[Any]) -> ast.StringLabelFilter:
         name, op, value = items
-        return ast.StringLabelFilter(checks.make_matcher(str(name), op, value))
+        return ast.StringLabelFilter(checks.make_matcher(str(name), op, str(value)))
 
     def lf_ip(self, items: list[Any]) -> ast.IpLabelFilter:
         return ast.IpLabelFilter(str(items[0]), items[1], str(items[3]))
@@ -223,7 +240,7 @@ class _Builder(Transformer):
     def binop(self, items: list[Any]) -> ast.SampleExpr:
         lhs, op, modifier, rhs = items
         return_bool, matching = modifier
-        return checks.make_binop(op, lhs, rhs, return_bool, matching)
+        return checks.make_binop(str(op), lhs, rhs, return_bool, matching)
 
     def and_op(self, items: list[Token]) -> str:
         return str(items[0])
@@ -282,7 +299,14 @@ class _Builder(Transformer):
 
 def _flatten(stages: list[Any]) -> tuple[ast.Stage, ...]:
     out: list[ast.Stage] = []
+    first_of_run = True
     for stage in stages:
+        if isinstance(stage, _LineFilter):
+            stray = stage.stray_or[0 if first_of_run else 1]
+            if stray is not None:
+                raise ParseError(f"parse error at line {stray.line}, col {stray.column}: syntax error: unexpected or",
+                                 stray.line, stray.column)
+        first_of_run = not isinstance(stage, _LineFilter)
         if isinstance(stage, _Stages):
             out.extend(stage)
         else:

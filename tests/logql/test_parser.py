@@ -365,3 +365,49 @@ def test_parse_lexer_units_only_when_glued_to_numbers() -> None:
     assert kinds == [("DURATION", "5m"), ("NUMBER", "5"), ("IDENTIFIER", "m"), ("BYTES", "20KB"),
                      ("DURATION", "1.5s"), ("DURATION", "-2h"), ("DURATION", "5m"), ("IDENTIFIER", "in"),
                      ("NUMBER", "0x1p3"), ("FLAG", "--strict")]
+
+
+def test_parse_ip_ends_an_or_segment_like_the_reference() -> None:
+    # lineFilter: filter STRING OR orFilter; lineFilters: lineFilter OR orFilter | lineFilters lineFilter
+    ok = ['{a="b"} |= "a" or ip("1.1.1.1") or "c"', '{a="b"} |= ip("1.1.1.1") or "c" or ip("2.2.2.2")',
+          '{a="b"} |= "x" |= "c" or ip("1.1.1.1")', '{a="b"} | json |= ip("1.1.1.1") or "c"']
+    for text in ok:
+        parse(text)
+    bad = {'{a="b"} |= "a" or ip("1.1.1.1") or ip("2.2.2.2") or "c"': 50,
+           '{a="b"} |= ip("1.1.1.1") or ip("2.2.2.2") or "c"': 43,
+           '{a="b"} |= "x" |= ip("1.1.1.1") or "c"': 33,
+           '{a="b"} != "x" != "c" or ip("1.1.1.1") or "d"': 40}
+    for text, column in bad.items():
+        with pytest.raises(ParseError) as info:
+            parse(text)
+        assert str(info.value) == f"parse error at line 1, col {column}: syntax error: unexpected or"
+
+
+def _tokens_in(node: object) -> list[object]:
+    from lark import Token
+    if isinstance(node, Token):
+        return [node]
+    if isinstance(node, Matcher):
+        return [v for v in (node.name, node.value) if isinstance(v, Token)]
+    if isinstance(node, (tuple, list)):
+        return [t for item in node for t in _tokens_in(item)]
+    if hasattr(node, "__dataclass_fields__"):
+        return [t for name in node.__dataclass_fields__ for t in _tokens_in(getattr(node, name))]
+    return []
+
+
+def test_parse_keeps_no_lexer_tokens_in_the_ast() -> None:
+    path = os.path.join(os.path.dirname(__file__), "fixtures", "identity.logql")
+    with open(path) as handle:
+        queries = [line.strip() for line in handle if line.strip() and not line.startswith("#")]
+    queries += ['absent_over_time({app="zzz"}[1m])', '(sum(rate({a="b"}[1m])) or vector(0)) ^ 2',
+                '{a=~"x"} | b!~"y" | drop c=~"z"']
+    for text in queries:
+        assert _tokens_in(parse(text, validate=False)) == [], text
+
+
+def test_parse_regex_errors_name_the_pattern_not_a_token() -> None:
+    with pytest.raises(ParseError) as info:
+        parse('{app=~"(?P<x"}')
+    assert "Token" not in str(info.value)
+    assert str(info.value).startswith("parse error : error parsing regexp: ")

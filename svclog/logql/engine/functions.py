@@ -7,12 +7,12 @@ import numpy as np
 
 from svclog.logql import ast
 from svclog.logql.engine.series import SeriesSet, merge_same_labels
-from svclog.model import Labels, ValidationError, is_valid_label_name
+from svclog.model import Labels, ParseError, ValidationError, compile_go_regexp, is_valid_label_name
 
 _TEMPLATE_REF = re.compile(r"\$(?:\$|\{([A-Za-z0-9_]*)\}|([A-Za-z0-9_]+))")
 
 
-def expand_template(template: str, match: re.Match) -> str:
+def expand_template(template: str, match) -> str:
     """Go's regexp.Expand: `$1`, `${1}`, `$name`, `${name}`, `$$`; unknown groups expand to ''."""
     def substitute(ref: re.Match) -> str:
         if ref.group(0) == "$$":
@@ -34,12 +34,13 @@ def label_replace(node: ast.LabelReplace, inner: SeriesSet) -> SeriesSet:
     if not is_valid_label_name(node.dst):
         raise ValidationError(f"invalid destination label name in label_replace(): {node.dst}")
     try:
-        pattern = re.compile(f"(?s:{node.regex})\\Z")
-    except re.error as err:
-        raise ValidationError(f"invalid regular expression in label_replace(): {node.regex}") from err
+        # the reference's anchoring: `^(?:...)$`, so `.` does not match a newline here
+        pattern = compile_go_regexp(f"^(?:{node.regex})$")
+    except ParseError as err:
+        raise ValidationError(f"invalid regex in label_replace: {err}") from None
     labels = []
     for lb in inner.labels:
-        match = pattern.match(lb.get(node.src) or "")
+        match = pattern.search(lb.get(node.src) or "")
         if match is None:
             labels.append(lb)
             continue

@@ -15,17 +15,18 @@ from svclog.logql import ast
 from svclog.logql.stages.batch import LogBatch
 from svclog.logql.stages.ip import ip_mask, parse_ip_pattern
 from svclog.logql.stages.pattern_parser import Pattern, pattern_line_mask
-from svclog.model import ParseError
+from svclog.model import ParseError, compile_go_regexp
 
 _NEGATED = {"!=", "!~", "!>"}
 
 
 def check_regex(pattern: str) -> None:
-    """Raise ParseError when RE2 rejects the pattern (kernels compile lazily)."""
+    """Raise ParseError (Go's wording) when RE2 rejects the pattern (kernels compile lazily)."""
+    compile_go_regexp(pattern)
     try:
         pc.match_substring_regex(pa.array([""], pa.string()), pattern)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-        raise ParseError(f"invalid regex {pattern!r}: {err}") from err
+        raise ParseError(f"error parsing regexp: {err}") from err
 
 
 def literal_regex(text: str) -> str:

@@ -71,7 +71,7 @@ class RegexpParserStage:
         try:
             pc.extract_regex(pa.array([""], pa.string()), self.pattern)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-            raise ParseError(f"invalid regex {node.pattern!r}: {err}") from err
+            raise ParseError(f"error parsing regexp: {err}") from err
 
     def process(self, batch: LogBatch) -> LogBatch:
         found = pc.extract_regex(batch.line, self.pattern)
