@@ -47,18 +47,33 @@ def serve_main(args: list[str]) -> int:
 
     handles = topology.start(cfg)
     print(f"svclog ready on http://{cfg.server.http_listen_address}:{cfg.server.http_listen_port}", flush=True)
+    signal.signal(signal.SIGTERM, _stop_requested)
+    signal.signal(signal.SIGINT, _stop_requested)
+    try:
+        topology.wait_forever()
+    except StopRequested as stop:
+        print(f"svclog: {signal.Signals(stop.signum).name}: stopping cleanly",
+              file=sys.stderr, flush=True)
+    # One clean stop at a time; it is bounded (launch.STOP_TIMEOUT_S), so later signals just wait for it.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    topology.stop(handles, cfg)
+    from ray import serve
 
-    def shutdown(signum, frame):
-        topology.stop(handles)
-        from ray import serve
-
-        serve.shutdown()  # also stops Serve's HAProxy, which would otherwise keep the port
-        sys.exit(0)
-
-    signal.signal(signal.SIGTERM, shutdown)
-    signal.signal(signal.SIGINT, shutdown)
-    topology.wait_forever()
+    serve.shutdown()  # also stops Serve's HAProxy, which would otherwise keep the port
     return 0
+
+
+class StopRequested(Exception):
+    """SIGTERM or SIGINT arrived: leave the wait and stop cleanly (from the main flow, not the handler)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop_requested(signum, frame):
+    raise StopRequested(signum)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,7 @@ from svclog.actors.ring_actor import RemoteRing
 from svclog import targets
 from svclog.config import Config
 from svclog.serve.deployments import build_application
+from svclog.serve.runtime import clear_log_level
 
 log = logging.getLogger("svclog")
 APP_NAME = "svclog"
@@ -101,19 +102,74 @@ def start(cfg: Config) -> dict:
     return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name}
 
 
-def stop(handles: dict | None = None) -> None:
+# How long a clean stop waits for the ingesters' shutdown (flush, leave the ring) before killing them.
+STOP_TIMEOUT_S = 120.0
+PROBE_TIMEOUT_S = 10.0
+
+
+def stop(handles: dict | None = None, cfg: Config | None = None, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """A clean stop: the HTTP application goes first (no new work), the ingesters run their shutdown
+    path (bounded by `timeout_s`), then every actor is killed, the ring last."""
+    handles = handles or {}
     try:
-        serve.delete((handles or {}).get("app", APP_NAME))
+        serve.delete(handles.get("app", APP_NAME))
     except Exception:  # already gone
         pass
-    for group in ("backends", "queriers", "ingesters"):
-        for actor in (handles or {}).get(group, []):
-            try:
-                ray.kill(actor, no_restart=True)
-            except Exception:
-                pass
-    if handles and handles.get("ring") is not None:
-        ray.kill(handles["ring"], no_restart=True)
+    stop_ingesters(handles.get("ingesters", []), cfg, timeout_s)
+    _kill(handles.get("backends", []) + handles.get("queriers", []))
+    if handles.get("ring") is not None:
+        _kill([handles["ring"]])
+    try:
+        clear_log_level()  # a POSTed level lasts until the stop; the next start runs at the configured one
+    except Exception:  # noqa: BLE001 - Ray already gone
+        pass
+
+
+def stop_ingesters(ingesters: list, cfg: Config | None, timeout_s: float = STOP_TIMEOUT_S) -> None:
+    """Each ingester's clean shutdown, as the reference does on SIGTERM, then kill it: with prepare-shutdown
+    set it flushes and leaves the ring; otherwise it flushes when `ingester.wal.flush_on_shutdown` is set and
+    leaves the ring when `ingester.lifecycler.unregister_on_shutdown` is (without a config: leave only)."""
+    flush_default = bool(cfg and cfg.ingester.wal.flush_on_shutdown)
+    unregister = cfg.ingester.lifecycler.unregister_on_shutdown if cfg else True
+    deadline = time.monotonic() + timeout_s
+    prepared = _answers([actor.prepare_shutdown.remote("get") for actor in ingesters],
+                        min(PROBE_TIMEOUT_S, timeout_s))
+    refs = []
+    for actor, marked in zip(ingesters, prepared):
+        if marked is None:
+            continue  # not answering: there is nothing graceful left to ask of it
+        flush = bool(marked) or flush_default
+        if flush or unregister:
+            refs.append(actor.shutdown.remote(flush, False, False))
+    done = _answers(refs, max(0.0, deadline - time.monotonic()))
+    late = sum(1 for report in done if report is None)
+    if late:
+        log.warning("%d ingester(s) did not finish their shutdown within %gs: killed anyway", late, timeout_s)
+    _kill(ingesters)
+
+
+def _answers(refs: list, timeout_s: float) -> list:
+    """The value of each ref within one shared timeout; None for those that failed or did not answer."""
+    if not refs:
+        return []
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    finished = set(ready)
+    values = []
+    for ref in refs:
+        try:
+            values.append(ray.get(ref, timeout=0) if ref in finished else None)
+        except Exception as err:  # noqa: BLE001 - a dead or failing actor: reported, then killed
+            log.warning("clean stop: %s", str(err).splitlines()[0] if str(err) else type(err).__name__)
+            values.append(None)
+    return values
+
+
+def _kill(actors: list) -> None:
+    for actor in actors:
+        try:
+            ray.kill(actor, no_restart=True)
+        except Exception:  # already gone
+            pass
 
 
 def wait_forever() -> None:

@@ -39,6 +39,17 @@ async def _await(ref: Any, timeout: float) -> Any:
     return await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
 
 
+class IngesterUnavailable(SvcError):
+    """An ingester in the ring that does not answer (dead, restarting, or stuck): HTTP 503."""
+
+    status = 503
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
 class RayAdmin:
     def __init__(self, cfg: Any):
         self.cfg = cfg
@@ -129,6 +140,14 @@ class RayAdmin:
         return self.services_set.states()
 
     async def set_log_level(self, level: str) -> dict[str, str]:
+        """Share the level with every replica (they poll it, svclog/serve/runtime.py) and hand it to the actors."""
+        from svclog.serve.runtime import publish_log_level
+
+        await asyncio.to_thread(publish_log_level, level)
+        return await self.actors_log_level(level)
+
+    async def actors_log_level(self, level: str) -> dict[str, str]:
+        """Set the level of every actor of this process's components: actor -> "ok" or the error."""
         names = [RING_NAME, *await self._ingester_names(), *self._querier_names(), *self._backend_names()]
 
         async def one(name: str) -> str:
@@ -154,21 +173,44 @@ class RayAdmin:
             raise SvcError("no ingesters in the ring")
         return names
 
+    async def _on_ingesters(self, names: list[str], method: str, *args: Any,
+                            timeout: float = CALL_TIMEOUT_S) -> dict[str, Any]:
+        """`method(*args)` on each ingester, all at once: name -> answer. When some do not answer,
+        IngesterUnavailable names each (the others have done the work); their own errors propagate."""
+        async def one(name: str) -> tuple[Any, str | None]:
+            try:
+                return await _await(getattr(self._handle(name), method).remote(*args), timeout), None
+            except ValueError:
+                return None, "no such actor"
+            except (TimeoutError, asyncio.TimeoutError):
+                return None, f"no answer within {timeout:g}s"
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as err:
+                self._handles.pop(name, None)  # Ray may bring it back under the same name
+                return None, _first_line(err)
+
+        outcomes = dict(zip(names, await asyncio.gather(*(one(n) for n in names)), strict=True))
+        down = {name: why for name, (_, why) in outcomes.items() if why is not None}
+        if down:
+            detail = "; ".join(f"ingester {name} is unavailable: {why}" for name, why in sorted(down.items()))
+            raise IngesterUnavailable(f"{method}: {detail}")
+        return {name: value for name, (value, _) in outcomes.items()}
+
+    async def flush(self) -> dict[str, int]:
+        """Flush every ingester in the ring: name -> chunks flushed."""
+        return await self._on_ingesters(await self._targets(None), "flush", timeout=SHUTDOWN_TIMEOUT_S)
+
     async def prepare_shutdown(self, action: str, ingester: str | None) -> dict[str, bool]:
-        names = await self._targets(ingester)
-        refs = [self._handle(n).prepare_shutdown.remote(action) for n in names]
-        values = await asyncio.gather(*(_await(r, CALL_TIMEOUT_S) for r in refs))
-        return dict(zip(names, values, strict=True))
+        return await self._on_ingesters(await self._targets(ingester), "prepare_shutdown", action)
 
     async def shutdown(self, ingester: str | None, flush: bool, delete_ring_tokens: bool,
                        terminate: bool) -> dict[str, dict]:
         names = await self._targets(ingester)
-        refs = [self._handle(n).shutdown.remote(flush, delete_ring_tokens, False) for n in names]
-        reports = await asyncio.gather(*(_await(r, SHUTDOWN_TIMEOUT_S) for r in refs))
+        reports = await self._on_ingesters(names, "shutdown", flush, delete_ring_tokens, False,
+                                           timeout=SHUTDOWN_TIMEOUT_S)
         if terminate:
             for name in names:
                 await self._terminate(name)
-        return dict(zip(names, reports, strict=True))
+        return reports
 
     async def _terminate(self, name: str) -> None:
         try:

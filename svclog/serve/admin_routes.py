@@ -1,4 +1,4 @@
-"""Status and administration endpoints: /ready, /services, /log_level, ingester shutdown, ring pages.
+"""Status and administration endpoints: /ready, /services, /log_level, /flush, ingester shutdown, ring pages.
 
 The work is done by an `AdminBackend` (the Ray one is svclog/serve/admin_backend.py;
 tests pass a plain object). Serve pickles the app to its replicas, so `get_backend` is
@@ -36,7 +36,10 @@ RING_PAGES = {
 class AdminBackend(Protocol):
     async def services(self) -> list[tuple[str, State]]: ...
     async def set_log_level(self, level: str) -> dict[str, str]:
-        """Apply on every component host (best effort): component -> "ok" or the error."""
+        """Apply on every replica and component host (best effort): component -> "ok" or the error."""
+        ...
+    async def flush(self) -> dict[str, int]:
+        """Flush every ingester; an unavailable one raises an SvcError naming it (503)."""
         ...
     async def prepare_shutdown(self, action: str, ingester: str | None) -> dict[str, bool]:
         """action "get" | "set" | "unset" on one ingester (or all): ingester -> set afterwards."""
@@ -122,6 +125,13 @@ def add_admin_routes(app: FastAPI, get_backend: Callable[[], AdminBackend]) -> F
             return _failure(err)
         return Response(status_code=204)
 
+    async def flush(request: Request) -> Response:
+        try:
+            await get_backend().flush()
+        except Exception as err:  # noqa: BLE001
+            return _failure(err)
+        return Response(status_code=204)
+
     async def flush_shutdown(request: Request) -> Response:
         """Deprecated: flush and leave the ring, but keep the process."""
         try:
@@ -162,11 +172,15 @@ def add_admin_routes(app: FastAPI, get_backend: Callable[[], AdminBackend]) -> F
         ("/ready", ready, GET),
         ("/services", services, GET),
         ("/log_level", log_level, GET_POST),
+        ("/flush", flush, GET_POST),
         ("/ingester/prepare_shutdown", prepare_shutdown, ["GET", "POST", "DELETE"]),
         ("/ingester/shutdown", shutdown, GET_POST),
         ("/ingester/flush_shutdown", flush_shutdown, GET_POST),
     ]
     routes += [(path, ring_page(kind, title), GET_POST) for path, (kind, title) in RING_PAGES.items()]
+    # these paths are ours: an earlier generic registration (the route table) would shadow them
+    ours = {path for path, _, _ in routes}
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in ours]
     for path, endpoint, methods in routes:
         app.add_api_route(path, endpoint, methods=methods, include_in_schema=False)
     return app

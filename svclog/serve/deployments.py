@@ -27,6 +27,7 @@ from svclog.serve.codecs.push_columns import decode_push_columns
 from svclog.serve.errors import ErrorReply, QueryTimeout, Unavailable, remote_cause
 from svclog.serve.handlers import Handlers
 from svclog.serve.admin_routes import add_admin_routes
+from svclog.serve.body_limit import BodyLimit
 from svclog.serve.delete_routes import add_delete_routes
 from svclog.serve import runtime
 from svclog.serve.otlp_routes import add_otlp_routes
@@ -62,6 +63,7 @@ class OnlyExposedEndpoints:
 
 
 app.add_middleware(OnlyExposedEndpoints)
+app.add_middleware(BodyLimit, limit_for=runtime.body_limit)  # outermost: 413 before any route reads a body
 
 
 add_admin_routes(app, runtime.admin)
@@ -117,6 +119,7 @@ class QueryFrontendDeployment:
     and merges the partial results; metadata requests go to a querier directly."""
 
     def __init__(self, cfg: Config, num_queriers: int):
+        runtime.follow_log_level(cfg.server.log_level)
         self.num_queriers = num_queriers
         self._queriers: list = []
         self._scheduler = None
@@ -271,6 +274,7 @@ class Gateway:
         components = targets.components(cfg.targets())
         distributor = HostedDistributor(cfg) if "distributor" in components else None
         runtime.configure(cfg, distributor)
+        runtime.follow_log_level(cfg.server.log_level, runtime.hand_level_to_actors)
         runtime.set_query_frontend(frontend)
         set_handlers(Handlers(
             ServeBackend(distributor, frontend, pool),

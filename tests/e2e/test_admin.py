@@ -70,7 +70,17 @@ def test_ready_and_services_report_every_component(svc):
         assert states.get(name) == "Running", lines
 
 
+def test_log_level_starts_at_the_configured_level_everywhere(svc):
+    from svclog.serve.runtime import shared_log_level
+
+    configured = svc.cfg.server.log_level
+    assert httpx.get(svc.url + "/log_level").json()["log_level"] == configured  # not Serve's WARNING
+    assert shared_log_level() == configured  # what every replica follows
+
+
 def test_log_level_changes_at_runtime_and_reaches_the_actors(svc):
+    from svclog.serve.runtime import shared_log_level
+
     before = httpx.get(svc.url + "/log_level").json()["log_level"]
     try:
         resp = httpx.post(svc.url + "/log_level", data={"log_level": "debug"}, timeout=60)
@@ -78,6 +88,7 @@ def test_log_level_changes_at_runtime_and_reaches_the_actors(svc):
         components = resp.json()["components"]
         assert components["ingester-0"] == "ok" and components["ring"] == "ok" and components["querier-0"] == "ok"
         assert httpx.get(svc.url + "/log_level").json()["log_level"] == "debug"
+        assert shared_log_level() == "debug"  # every replica of every deployment picks it up from here
         bad = httpx.post(svc.url + "/log_level", params={"log_level": "loud"})
         assert bad.status_code == 400 and "invalid log level" in bad.text
     finally:
@@ -93,14 +104,35 @@ def test_config_modes_and_yaml_media_type(svc):
     assert httpx.get(svc.url + "/config", params={"mode": "nope"}).status_code == 400
 
 
+# members each page must list (the ruler's and compactor's: at least one, whatever their names)
+RING_MEMBERS = {"/distributor/ring": {"ingester-0", "ingester-1"}, "/indexgateway/ring": {"querier-0", "querier-1"},
+                "/ruler/ring": set(), "/compactor/ring": {"compactor"}}
+
+
+def _member_rows(html: str) -> dict[str, tuple[str, str, str]]:
+    """Instance ID -> (row class, State cell, Health cell) of a ring page's table."""
+    import re
+
+    rows = {}
+    for cls, cells in re.findall(r'<tr class="([^"]*)">(.*?)</tr>', html, flags=re.S):
+        values = re.findall(r"<td>(.*?)</td>", cells, flags=re.S)
+        rows[values[0]] = (cls, values[3], values[4])
+    return rows
+
+
 def test_ring_pages(svc):
-    for path in ("/distributor/ring", "/indexgateway/ring", "/ruler/ring", "/compactor/ring"):
+    for path, expected in RING_MEMBERS.items():
         resp = httpx.get(svc.url + path, timeout=30)
         assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/html"), path
-        assert "<table>" in resp.text and "healthy" in resp.text
+        rows = _member_rows(resp.text)
+        assert rows and expected <= set(rows), (path, rows)
+        for name in expected or rows:  # Active and healthy, in the row's class and in its cells
+            assert rows[name] == ("healthy", "ACTIVE", "healthy"), (path, name, rows)
+        members = httpx.get(svc.url + path, timeout=30, headers={"Accept": "application/json"}).json()["members"]
+        states = {m["id"]: (m["state"], m["health"]) for m in members}
+        assert all(states[name] == ("ACTIVE", "healthy") for name in expected or rows), (path, states)
     page = httpx.get(svc.url + "/distributor/ring").text
-    assert "ingester-0" in page and 'name="forget"' in page
-    assert "compactor" in httpx.get(svc.url + "/compactor/ring").text
+    assert 'name="forget"' in page
 
 
 def test_forget_from_the_ring_page(svc):
@@ -198,3 +230,45 @@ def test_sigterm_with_prepare_shutdown_leaves_the_ring_and_flushes(svc, extra_in
     assert resp.status_code == 200, resp.text
     lines = [v[1] for s in resp.json()["data"]["result"] for v in s["values"]]
     assert len(lines) == 30  # flushed to the store before the process exited
+
+
+def _lines_of(svc, tenant, app, start):
+    resp = httpx.get(svc.url + "/svc/api/v1/query_range", timeout=60, headers={"X-Scope-OrgID": tenant},
+                     params={"query": f'{{app="{app}"}}', "start": str(start - 10**9), "end": str(start + 10**10),
+                             "limit": "1000"})
+    assert resp.status_code == 200, resp.text
+    return [v[1] for s in resp.json()["data"]["result"] for v in s["values"]]
+
+
+def test_clean_stop_flushes_and_leaves_the_ring_before_killing(svc, extra_ingester):
+    """launch.stop's ingester step (what `svclog serve` runs on SIGTERM/SIGINT)."""
+    import ray
+
+    from svclog import launch
+
+    prepared, plain = extra_ingester("ingester-stop-a"), extra_ingester("ingester-stop-b")
+    start_a = _push_to(prepared, "admin-stop", "stop-a", 25)
+    start_b = _push_to(plain, "admin-stop", "stop-b", 15)
+    ray.get(prepared.prepare_shutdown.remote("set"), timeout=30)
+    wal = dataclasses.replace(svc.cfg.ingester.wal, flush_on_shutdown=True)
+    cfg = dataclasses.replace(svc.cfg, ingester=dataclasses.replace(svc.cfg.ingester, wal=wal))
+
+    launch.stop_ingesters([prepared, plain], cfg, timeout_s=120)
+    assert not {"ingester-stop-a", "ingester-stop-b"} & _ring_ids()
+    for actor in (prepared, plain):
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(actor.pid.remote(), timeout=30)
+    time.sleep(2.5)  # ring snapshots drop the members
+    assert len(_lines_of(svc, "admin-stop", "stop-a", start_a)) == 25  # flushed: prepare-shutdown was set
+    assert len(_lines_of(svc, "admin-stop", "stop-b", start_b)) == 15  # flushed: flush_on_shutdown
+
+
+def test_flush_and_admin_calls_name_an_ingester_that_is_down(svc, extra_ingester):
+    import ray
+
+    name = "ingester-down-z"
+    actor = extra_ingester(name)
+    ray.kill(actor, no_restart=True)  # still a member of the ring until its heartbeat times out
+    for method, path in (("POST", "/flush"), ("GET", "/ingester/prepare_shutdown")):
+        resp = httpx.request(method, svc.url + path, timeout=120)
+        assert resp.status_code == 503 and f"ingester {name} is unavailable" in resp.text, (path, resp.text)
