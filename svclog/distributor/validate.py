@@ -34,6 +34,20 @@ METADATA_TOO_MANY = "structured_metadata_too_many"
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_]")
 
 
+class UnparsedLabels(Labels):
+    """The labels of a pushed stream whose label string did not parse (an empty set plus the
+    parser's error): the decoder keeps the stream so that validation refuses it alone."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str):
+        super().__init__()
+        self.error = error
+
+    def __str__(self) -> str:
+        return "{}"
+
+
 @dataclass(frozen=True)
 class ValidationLimits:
     """Per-tenant limits; defaults are the reference's defaults. 0 disables a size limit."""
@@ -127,6 +141,8 @@ def _truncate(entries: list[Entry], limits: ValidationLimits, report: Validation
 
 def _check_labels(raw: Labels, labels: Labels, limits: ValidationLimits) -> tuple[str, str] | None:
     """The reference's ValidateLabels, plus the name syntax check its label parser does."""
+    if isinstance(raw, UnparsedLabels):
+        return INVALID_LABELS, raw.error
     for name, _ in raw:
         if not is_valid_label_name(name):
             return INVALID_LABELS, f"Error parsing labels '{raw}' with error: invalid label name '{name}'"

@@ -13,6 +13,7 @@ import snappy
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from svclog.distributor.validate import UnparsedLabels
 from svclog.model import Entry, Labels, PushStream, ValidationError
 from svclog.serve.codecs import push_pb2
 from svclog.serve.codecs.label_parser import parse_labels
@@ -242,12 +243,22 @@ def proto_body(mutate) -> bytes:
     (proto_body(lambda s, e: setattr(e.timestamp, "nanos", -1)), "nanos -1 not in range"),
     (proto_body(lambda s, e: setattr(e.timestamp, "nanos", 1_000_000_000)), "not in range"),
     (proto_body(lambda s, e: setattr(e.timestamp, "seconds", 10**11)), "out of range"),
-    (proto_body(lambda s, e: setattr(s, "labels", b'{a="\xff"}')), "invalid UTF-8"),
-    (proto_body(lambda s, e: setattr(s, "labels", b"a=b")), "Error parsing labels 'a=b'"),
 ])
 def test_protobuf_errors(body, message):
     with pytest.raises(ValidationError, match=message):
         decode(body, PROTO)
+
+
+@pytest.mark.parametrize("body, message", [
+    (proto_body(lambda s, e: setattr(s, "labels", b'{a="\xff"}')), "invalid UTF-8"),
+    (proto_body(lambda s, e: setattr(s, "labels", b"a=b")), "Error parsing labels 'a=b'"),
+    (proto_body(lambda s, e: setattr(s, "labels", b'{a="1",a="2"}')), "duplicate label name: 'a'"),
+])
+def test_protobuf_label_errors_keep_the_stream_for_validation(body, message):
+    """A bad label string fails its stream alone (in validation), not the decode of the batch."""
+    (stream,) = decode(body, PROTO)
+    assert isinstance(stream.labels, UnparsedLabels) and message in stream.labels.error
+    assert len(stream.entries) == 1
 
 
 @pytest.mark.parametrize("content_type, encoding, message", [

@@ -15,6 +15,7 @@ from typing import Any
 import snappy
 from google.protobuf.message import DecodeError
 
+from svclog.distributor.validate import UnparsedLabels
 from svclog.model import NS, Entry, Labels, PushStream, ValidationError, parse_rfc3339
 from svclog.serve.codecs import push_pb2
 from svclog.serve.codecs.label_parser import parse_labels
@@ -144,8 +145,17 @@ def _snappy_declared_length(raw: bytes) -> int:
     raise ValidationError("snappy: corrupt input")
 
 
+def _stream_labels(text: str | bytes) -> Labels:
+    """Parsed labels, or UnparsedLabels carrying the error: like the reference, a stream whose
+    labels do not parse is refused alone by validation while the other streams are stored."""
+    try:
+        return parse_labels(text)
+    except ValidationError as err:
+        return UnparsedLabels(str(err))
+
+
 def _stream_from_proto(stream: push_pb2.StreamAdapter) -> PushStream:
-    labels = parse_labels(stream.labels)
+    labels = _stream_labels(stream.labels)
     entries = []
     for entry in stream.entries:
         stamp = entry.timestamp
@@ -236,7 +246,7 @@ def _legacy_stream_from_json(stream: dict) -> PushStream:
         if not isinstance(stamp, str) or not isinstance(line, str):
             raise ValidationError("invalid JSON push body: entry 'ts' and 'line' must be strings")
         entries.append(Entry(parse_rfc3339(stamp), _clean(line)))
-    return PushStream(parse_labels(_clean(labels_text)), entries)
+    return PushStream(_stream_labels(_clean(labels_text)), entries)
 
 
 def _string_map(value: Any, what: str, *, required: bool = False) -> dict[str, str]:
