@@ -17,6 +17,7 @@ from svclog.config import (
     load_config,
     object_store_uri,
     parse_cli,
+    replication_factor,
     wal_dir,
 )
 
@@ -352,3 +353,19 @@ def test_bad_overrides_fail_at_load(tmp_path: Path) -> None:
 
 def test_config_class_defaults_match_loader() -> None:
     assert dataclasses.replace(Config().ray, num_ingesters=1) == default_config().ray
+
+
+# ---------------------------------------------------------------- replication factor
+
+@pytest.mark.parametrize(("yaml_text", "args", "expected"), [
+    ("", (), 1),
+    ("common: {replication_factor: 3}", (), 3),
+    ("common: {replication_factor: 3}\ningester: {lifecycler: {ring: {replication_factor: 2}}}", (), 2),
+    ("common: {replication_factor: 3}", ("-ingester.replication-factor=1",), 1),
+    ("ingester: {lifecycler: {ring: {replication_factor: 2}}}", (), 2),
+])
+def test_ingester_replication_factor_wins_over_common(tmp_path: Path, yaml_text: str, args, expected) -> None:
+    cfg = load_config(write(tmp_path, yaml_text or "{}"), args)
+    assert replication_factor(cfg) == expected
+    assert cfg.ingester.lifecycler.ring.replication_factor == expected
+    assert cfg.ray.num_ingesters == expected

@@ -39,7 +39,7 @@ from .read_path import (
     QuerySchedulerConfig,
 )
 from .ring import LifecyclerConfig, RingConfig
-from .root import TARGETS, Config
+from .root import TARGETS, Config, replication_factor
 from .server import ServerConfig
 from .storage import CommonConfig, PeriodConfig, SchemaConfig, StorageConfig
 from .write_path import IngesterConfig, PatternIngesterConfig, WALConfig
@@ -86,6 +86,7 @@ __all__ = [
     "load_config",
     "object_store_uri",
     "parse_cli",
+    "replication_factor",
     "ruler_scratch_dir",
     "rules_dir",
     "wal_dir",

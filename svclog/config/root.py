@@ -100,7 +100,7 @@ def resolve(cfg: Config) -> Config:
     if not cfg.schema_config.configs:
         raise ConfigError("invalid value for 'schema_config.configs': at least one period is required")
     _check_positive(cfg)
-    rf = cfg.common.replication_factor
+    rf = replication_factor(cfg)
     ring = cfg.ingester.lifecycler.ring
     if ring.replication_factor is None:
         lifecycler = dataclasses.replace(cfg.ingester.lifecycler, ring=dataclasses.replace(ring, replication_factor=rf))
@@ -110,9 +110,18 @@ def resolve(cfg: Config) -> Config:
     return cfg
 
 
+def replication_factor(cfg: Config) -> int:
+    """The ingester ring's effective replication factor, the one accessor for it (distributor
+    fan-out and quorum, ingester count, stream-limit share): `ingester.lifecycler.ring.
+    replication_factor` (`-ingester.replication-factor`) when set, else `common.replication_factor`."""
+    explicit = cfg.ingester.lifecycler.ring.replication_factor
+    return explicit if explicit is not None else cfg.common.replication_factor
+
+
 def _check_positive(cfg: Config) -> None:
     checks = {
         "common.replication_factor": cfg.common.replication_factor,
+        "ingester.lifecycler.ring.replication_factor": replication_factor(cfg),
         "ray.num_queriers": cfg.ray.num_queriers,
         "querier.max_concurrent": cfg.querier.max_concurrent,
         "server.max_request_body_bytes": cfg.server.max_request_body_bytes,
