@@ -11,7 +11,7 @@ import ray
 
 from svclog.actors.clients import RingClient
 from svclog.actors.options import NAMESPACE, RING_NAME
-from svclog.config import Config, limits_for, object_store_uri, wal_dir
+from svclog.config import Config, limits_for, object_store_uri, replication_factor, wal_dir
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.ingester.instance import local_stream_limit
 from svclog.ingester.lifecycle import Identity, IngesterLifecycle, ShutdownMarker, TokenFile, token_file_path
@@ -47,7 +47,8 @@ class IngesterActor:
         chunks = ChunkStore(store, encoding=cfg.ingester.chunk_encoding,
                             block_bytes=cfg.ingester.chunk_block_size)
         self._ring_client = RingClient(ttl=5.0)
-        self.ingester = Ingester(ingester_settings(cfg, instance_id), chunks, stream_limit=self._stream_limit)
+        self.ingester = Ingester(ingester_settings(cfg, instance_id), chunks, stream_limit=self._stream_limit,
+                                 stream_rate=self._stream_rate)
         self.node = ray.get_runtime_context().get_node_id()
         self.ring = ray.get_actor(RING_NAME, namespace=NAMESPACE)
         self._stop = threading.Event()
@@ -84,7 +85,12 @@ class IngesterActor:
         except (ray.exceptions.RayError, TimeoutError):  # ring unreachable: the local limit only
             healthy = 0
         return local_stream_limit(limits.max_streams_per_user, limits.max_global_streams_per_user,
-                                  healthy, self.cfg.common.replication_factor)
+                                  healthy, replication_factor(self.cfg))
+
+    def _stream_rate(self, tenant: str) -> tuple[float, float]:
+        """The tenant's per-stream rate limit and burst in bytes (per-tenant overrides applied)."""
+        limits = limits_for(self.cfg, tenant)
+        return float(limits.per_stream_rate_limit), float(limits.per_stream_rate_limit_burst)
 
     # ------------------------------------------------------------ remote API
 
@@ -107,11 +113,13 @@ class IngesterActor:
         return self.ingester.stream_stats(tenant, matchers, start, end)
 
     def flush(self) -> int:
-        return self.ingester.flush(force=True)
+        """POST /flush: everything to the store; a FlushError (503) when an upload failed."""
+        return self.ingester.flush_all()
 
     def stats(self) -> dict:
         s = self.ingester.stats
-        return {"memory_chunks": self.ingester.memory_chunks(), "pushed_lines": s.pushed_lines,
+        return {"memory_chunks": self.ingester.memory_chunks(), "flush_queue": self.ingester.flush_queue_length(),
+                "pushed_lines": s.pushed_lines,
                 "pushed_bytes": s.pushed_bytes, "flushed_chunks": s.flushed_chunks,
                 "flush_failures": s.flush_failures, "replayed_records": s.replayed_records,
                 "tail_subscriptions": len(self.ingester.tails), "pid": os.getpid()}

@@ -20,7 +20,7 @@ from svclog.ingester.payload import decode_batch
 from svclog.ingester.instance import PackedStreams, TenantInstance
 from svclog.ingester.tail import TailRegistry
 from svclog.ingester.wal import WAL
-from svclog.model import Labels, Matcher, StreamColumns
+from svclog.model import Labels, Matcher, StreamColumns, SvcError
 
 log = logging.getLogger(__name__)
 MINUTE = 60 * 1_000_000_000
@@ -38,6 +38,12 @@ class IngesterSettings:
     max_streams_per_tenant: int = 0
 
 
+class FlushError(SvcError):
+    """Chunks could not be written to the object store (they stay in memory and the WAL)."""
+
+    status = 503
+
+
 class ChunkWriter(Protocol):
     def put_chunks(self, tenant: str, chunks: list[tuple[Labels, SealedChunk]], writer_id: str) -> list: ...
 
@@ -53,10 +59,12 @@ class IngesterStats:
 
 class Ingester:
     def __init__(self, settings: IngesterSettings, writer: ChunkWriter,
-                 stream_limit: Callable[[str], int] | None = None):
+                 stream_limit: Callable[[str], int] | None = None,
+                 stream_rate: Callable[[str], tuple[float, float]] | None = None):
         self.settings = settings
         self.writer = writer
         self.stream_limit = stream_limit  # tenant -> this ingester's active stream limit (0: none)
+        self.stream_rate = stream_rate  # tenant -> (per-stream bytes/s, burst bytes); rate 0: none
         self.tenants: dict[str, TenantInstance] = {}
         self.stats = IngesterStats()
         self.tails = TailRegistry()
@@ -80,12 +88,16 @@ class Ingester:
             return
         with self._lock:
             instance = self._instance(tenant)
-            # The stream limit is applied before the WAL write, so refused streams leave nothing to replay.
-            given = len(streams)
+            # Limits are applied before the WAL write, so refused entries leave nothing to replay.
+            given = streams
             streams, refused = instance.admit(streams)
+            if self.stream_rate is not None and streams:
+                streams, too_fast = instance.limit_rate(streams, *self.stream_rate(tenant))
+                refused = refused or too_fast
             if streams:
                 if self.wal is not None:
-                    if encoded is not None and len(streams) == given:
+                    whole = len(streams) == len(given) and all(a is b for a, b in zip(streams, given))
+                    if encoded is not None and whole:
                         self.wal.append((None, encoded))  # None tenant: an encoded batch
                     else:
                         self.wal.append((tenant, [(s.labels.items, s.ts, s.lines, s.metadata) for s in streams]))
@@ -103,7 +115,7 @@ class Ingester:
             limit = self.settings.max_streams_per_tenant
             if self.stream_limit is not None:
                 limit = functools.partial(self.stream_limit, tenant)
-            instance = self.tenants[tenant] = TenantInstance(tenant, limit)
+            instance = self.tenants[tenant] = TenantInstance(tenant, limit, self.settings.chunk_target_size)
         return instance
 
     # ------------------------------------------------------------ read path
@@ -135,6 +147,11 @@ class Ingester:
         with self._lock:
             return sorted(self.tenants)
 
+    def flush_queue_length(self) -> int:
+        """Sealed chunks waiting for upload (cut on append or by the flush tick)."""
+        with self._lock:
+            return sum(inst.flush_queue_length() for inst in self.tenants.values())
+
     def memory_chunks(self) -> int:
         with self._lock:
             return sum(len(s.sealed) + (1 if len(s.head) else 0)
@@ -144,6 +161,20 @@ class Ingester:
 
     def flush(self, force: bool = False) -> int:
         """Cut chunks that are due (all when force) and upload every sealed chunk; returns chunks flushed."""
+        return self._flush(force)[0]
+
+    def flush_all(self) -> int:
+        """Cut and upload everything (POST /flush); FlushError when an upload failed."""
+        flushed, failures = self._flush(True)
+        if failures:
+            streams, error = failures[0], failures[1]
+            raise FlushError(f"flush failed: chunks of {streams} stream(s) could not be written to the object "
+                             f"store and are kept in memory for the next flush: {error}")
+        return flushed
+
+    def _flush(self, force: bool) -> tuple[int, tuple]:
+        """(chunks flushed, () or (streams that failed, the first store error))."""
+        failed, first_error = 0, None
         with self._flush_lock:
             now = time.time_ns()
             with self._lock:
@@ -160,9 +191,11 @@ class Ingester:
             for tenant, stream, chunks in pending:
                 try:
                     self.writer.put_chunks(tenant, [(stream.labels, c) for c in chunks], self.settings.instance_id)
-                except Exception:  # the store may be down: keep the chunks (and the WAL) and retry later
+                except Exception as err:  # the store may be down: keep the chunks (and the WAL) and retry later
                     log.exception("flush of %d chunks for %s failed", len(chunks), stream.labels)
                     self.stats.flush_failures += 1
+                    failed += 1
+                    first_error = first_error or err
                     continue
                 with self._lock:
                     stream.sealed = [c for c in stream.sealed if all(c is not f for f in chunks)]
@@ -173,7 +206,7 @@ class Ingester:
             self.stats.flushed_chunks += flushed
             if flushed or force:
                 self.checkpoint()
-            return flushed
+            return flushed, ((failed, f"{type(first_error).__name__}: {first_error}") if failed else ())
 
     def maybe_checkpoint(self) -> None:
         if time.monotonic() - self._last_checkpoint >= self.settings.checkpoint_interval_s:

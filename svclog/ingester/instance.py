@@ -8,6 +8,7 @@ import pyarrow.compute as pc
 
 from svclog.chunk.head import entries_batch
 from svclog.ingester.stream import MemoryStream
+from svclog.ingester.stream_rate import StreamRateLimitError, StreamRateLimits
 from svclog.chunk.pushdown import apply_line_filters
 from svclog.model import Labels, LimitError, Matcher, StreamColumns, labels_match
 
@@ -31,10 +32,17 @@ def local_stream_limit(max_streams_per_user: int, max_global_streams_per_user: i
 
 
 class TenantInstance:
-    def __init__(self, tenant: str, max_streams: int | Callable[[], int] = 0):
+    def __init__(self, tenant: str, max_streams: int | Callable[[], int] = 0, chunk_target_size: int = 0):
         self.tenant = tenant
         self._max_streams = max_streams  # a number, or a callable read when new streams arrive
+        self.chunk_target_size = chunk_target_size  # a head is cut when it reaches this (0: never on append)
         self.streams: dict[Labels, MemoryStream] = {}
+        self.rates = StreamRateLimits()
+
+    def limit_rate(self, streams: list[StreamColumns], rate: float, burst: float
+                   ) -> tuple[list[StreamColumns], StreamRateLimitError | None]:
+        """The per-stream rate limit: the entries within it, and the error for the rest."""
+        return self.rates.admit(streams, rate, burst)
 
     @property
     def max_streams(self) -> int:
@@ -89,6 +97,8 @@ class TenantInstance:
             raw = data.raw_bytes()
             stream.append(batch.slice(offset, len(data)), min(data.ts), max(data.ts), raw, now_ns,
                           shared=len(streams) > 1)
+            if self.chunk_target_size and stream.head.raw_bytes >= self.chunk_target_size:
+                stream.cut()  # as the reference: a full chunk is cut on append, not at the next flush tick
             offset += len(data)
             lines += len(data)
             size += raw
@@ -135,6 +145,11 @@ class TenantInstance:
     def drop_empty(self) -> None:
         for labels in [k for k, s in self.streams.items() if s.is_empty()]:
             del self.streams[labels]
+            self.rates.forget(labels)
+
+    def flush_queue_length(self) -> int:
+        """Sealed chunks waiting for upload."""
+        return sum(len(s.sealed) for s in self.streams.values())
 
 
 class PackedStreams:
