@@ -1,6 +1,8 @@
 """Ray-backed adapters for the protocols components declare (all `.remote()` calls live here)."""
 from __future__ import annotations
 
+import logging
+import queue
 import threading
 import time
 
@@ -8,10 +10,12 @@ import pyarrow as pa
 import ray
 
 from svclog.actors.options import NAMESPACE, RING_NAME
+from svclog.distributor.quorum import QuorumTracker
 from svclog.ingester.payload import encode_batch
-from svclog.model import Labels, Matcher, StreamColumns
+from svclog.model import Labels, Matcher, StreamColumns, SvcError
 from svclog.ring.ring import Ring
 
+log = logging.getLogger(__name__)
 PUSH_TIMEOUT_S = 30.0
 QUERY_TIMEOUT_S = 300.0
 
@@ -48,6 +52,7 @@ class IngesterPool:
         self.ring = ring
         self.rf = replication_factor
         self._handles: dict[str, object] = {}
+        self.stragglers = Stragglers()
 
     def handle(self, address: str):
         handle = self._handles.get(address)
@@ -56,24 +61,38 @@ class IngesterPool:
         return handle
 
     def push_many(self, tenant: str, assignments: dict[str, list[StreamColumns]]) -> dict[str, Exception | None]:
+        """Push each member its streams; return once every stream has a quorum of replicas (or one
+        cannot reach it any more). Replicas still pushing then finish in the background."""
         ring = self.ring.get()
-        refs = {}
+        tracker = QuorumTracker(assignments)
+        pending: dict[ray.ObjectRef, str] = {}
         errors: dict[str, Exception | None] = {}
         for member_id, streams in assignments.items():
             try:
                 payload = encode_batch(tenant, streams)
-                refs[member_id] = self.handle(ring.members[member_id].address).push_payload.remote(payload)
+                pending[self.handle(ring.members[member_id].address).push_payload.remote(payload)] = member_id
             except Exception as err:  # actor missing: counts against the quorum
                 errors[member_id] = err
-        for member_id, ref in refs.items():
-            try:
-                ray.get(ref, timeout=PUSH_TIMEOUT_S)
-                errors[member_id] = None
-            except Exception as err:
-                errors[member_id] = _unwrap(err)
+                tracker.record(member_id, False)
+        deadline = time.monotonic() + PUSH_TIMEOUT_S
+        while pending and not tracker.settled:
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            for ref in ready:
+                member_id = pending.pop(ref)
+                errors[member_id] = _outcome(ref)
+                tracker.record(member_id, errors[member_id] is None)
+        if pending and tracker.settled:
+            self.stragglers.watch(tenant, pending)
+        elif pending:  # the deadline passed without a quorum
+            for member_id in pending.values():
+                errors[member_id] = TimeoutError(f"no answer from ingester {member_id} within {PUSH_TIMEOUT_S:g}s")
         return errors
 
-    def _fan_out(self, method: str, *args):
+    def _fan_out(self, method: str, *args, strict: bool = False):
+        """`method` on every (healthy) ingester. Failures are tolerated below the replication factor;
+        with `strict` an ingester's own SvcError (e.g. a failed flush) is raised."""
         ring = self.ring.get()
         members = ring.healthy_members() or list(ring.members.values())
         refs = []
@@ -86,7 +105,9 @@ class IngesterPool:
         for ref in refs:
             try:
                 results.append(ray.get(ref, timeout=QUERY_TIMEOUT_S))
-            except Exception:
+            except Exception as err:
+                if strict and isinstance(_unwrap(err), SvcError):
+                    raise _unwrap(err) from None
                 failures += 1
         if failures and failures >= self.rf:
             raise RuntimeError(f"{failures} ingesters failed to answer; data may be incomplete")
@@ -110,10 +131,91 @@ class IngesterPool:
         return list(best.values())
 
     def call_all(self, method: str, *args) -> list:
-        return self._fan_out(method, *args)
+        return self._fan_out(method, *args, strict=True)
+
+
+class Stragglers:
+    """Replica pushes answered after the push was acknowledged: one daemon thread waits for them
+    and logs and counts failures (the quorum already holds the data)."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def watch(self, tenant: str, pending: dict) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="push-stragglers", daemon=True)
+                self._thread.start()
+        deadline = time.monotonic() + PUSH_TIMEOUT_S
+        for ref, member_id in pending.items():
+            self._queue.put((ref, tenant, member_id, deadline))
+
+    def _run(self) -> None:
+        waiting: dict = {}
+        while True:
+            try:
+                while True:
+                    ref, *rest = self._queue.get(block=not waiting)
+                    waiting[ref] = rest
+            except queue.Empty:
+                pass
+            ready = set(ray.wait(list(waiting), num_returns=len(waiting), timeout=0.5)[0])
+            now = time.monotonic()
+            for ref in list(waiting):
+                tenant, member_id, deadline = waiting[ref]
+                if ref in ready:
+                    err = _outcome(ref)
+                elif now > deadline:
+                    err = TimeoutError(f"no answer within {PUSH_TIMEOUT_S:g}s")
+                else:
+                    continue
+                del waiting[ref]
+                if err is not None:
+                    self.failures += 1
+                    log.warning("push to ingester %s for tenant %s failed after quorum: %s", member_id, tenant, err)
+
+
+def _outcome(ref) -> Exception | None:
+    """The error of a finished push (its user-facing cause), None when it succeeded."""
+    try:
+        ray.get(ref, timeout=0)
+    except Exception as err:  # noqa: BLE001 - any failure counts against the quorum
+        return _unwrap(err)
+    return None
 
 
 def _unwrap(err: Exception) -> Exception:
     """The user-facing cause of a remote error (e.g. a LimitError raised in an ingester)."""
     cause = getattr(err, "cause", None)
     return cause if isinstance(cause, Exception) else err
+
+
+class ServeReplicaCount:
+    """Running replicas of a Serve deployment (the gateways hosting the distributor), read from
+    the Serve controller at most every `ttl` seconds; the last known count (at least 1) otherwise."""
+
+    def __init__(self, deployment: str = "gateway", ttl: float = 15.0):
+        self.deployment = deployment
+        self.ttl = ttl
+        self._count = 1
+        self._fetched = float("-inf")
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        with self._lock:
+            if time.monotonic() - self._fetched >= self.ttl:
+                self._fetched = time.monotonic()
+                try:
+                    from ray import serve
+
+                    running = sum(
+                        overview.replica_states.get("RUNNING", 0)
+                        for app in serve.status().applications.values()
+                        for name, overview in app.deployments.items() if name == self.deployment)
+                    self._count = max(1, running)
+                except Exception:  # the controller is busy or gone: keep the last count
+                    log.debug("serve status for %s", self.deployment, exc_info=True)
+            return self._count

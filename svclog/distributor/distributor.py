@@ -1,10 +1,12 @@
 """Distributor: decode, validate and rate-limit pushes, then replicate them to ingesters by the ring."""
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from svclog.distributor.quorum import quorum_size
 from svclog.distributor.ratelimit import RateLimiter
 from svclog.distributor.validate import ValidationLimits
 from svclog.distributor.validate_columns import validate_columns
@@ -30,7 +32,10 @@ class QuorumError(SvcError):
 
 class Pusher(Protocol):
     def push_many(self, tenant: str, assignments: dict[str, list[StreamColumns]]) -> dict[str, Exception | None]:
-        """Send each member its streams (in parallel); the error per member, None on success."""
+        """Send each member its streams (in parallel); the error per member, None on success.
+
+        May return as soon as a QuorumTracker over `assignments` is settled: members not yet
+        answered are left out (their pushes go on in the background)."""
         ...
 
 
@@ -39,6 +44,27 @@ class PushOutcome:
     lines: int = 0
     bytes: int = 0
     rejected: int = 0
+
+
+class AcceptedCounts:
+    """Lines and raw line bytes stored per tenant since the process started, partly accepted
+    pushes included (the metrics `svc_distributor_{lines,bytes}_received` read these)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, tenant: str, lines: int, size: int) -> None:
+        with self._lock:
+            old_lines, old_size = self._counts.get(tenant, (0, 0))
+            self._counts[tenant] = (old_lines + lines, old_size + size)
+
+    def snapshot(self) -> dict[str, tuple[int, int]]:
+        with self._lock:
+            return dict(self._counts)
+
+
+ACCEPTED = AcceptedCounts()  # this process's distributors (one per gateway replica)
 
 
 def validation_limits(limits: Any) -> ValidationLimits:
@@ -59,11 +85,15 @@ def validation_limits(limits: Any) -> ValidationLimits:
 
 class Distributor:
     def __init__(self, *, ring: Callable[[], Ring], pusher: Pusher, limits_for: Callable[[str], Any],
-                 replication_factor: int, tee: Callable[[str, list[StreamColumns]], None] | None = None):
+                 replication_factor: int, tee: Callable[[str, list[StreamColumns]], None] | None = None,
+                 distributors: Callable[[], int] | None = None, accepted: AcceptedCounts | None = None):
         self.ring = ring
         self.pusher = pusher
         self.limits_for = limits_for
         self.rf = replication_factor
+        # how many distributors share a tenant's rate under ingestion_rate_strategy: global
+        self.distributors = distributors or (lambda: 1)
+        self.accepted = ACCEPTED if accepted is None else accepted
         self.rate_limiter = RateLimiter()
         self.tee = tee  # best-effort copy of accepted streams (the pattern ingester)
 
@@ -78,10 +108,11 @@ class Distributor:
         given = [s if isinstance(s, StreamColumns) else StreamColumns.from_push(s) for s in streams]
         columns, report = validate_columns(given, validation_limits(limits), time.time_ns())
         size = sum(c.raw_bytes() for c in columns)
-        if not self.rate_limiter.allow(tenant, size, limits.ingestion_rate_mb * MB, limits.ingestion_burst_size_mb * MB):
+        rate = self.ingestion_rate(limits)
+        if not self.rate_limiter.allow(tenant, size, rate, limits.ingestion_burst_size_mb * MB):
             lines = sum(len(c) for c in columns)
             raise RateLimitError(
-                f"Ingestion rate limit exceeded for user {tenant} (limit: {int(limits.ingestion_rate_mb * MB)} "
+                f"Ingestion rate limit exceeded for user {tenant} (limit: {int(rate)} "
                 f"bytes/sec) while attempting to ingest '{lines}' lines totaling '{size}' bytes, reduce log "
                 f"volume or contact your Loki administrator to see if the limit can be increased")
         if columns:
@@ -92,9 +123,20 @@ class Distributor:
                 except Exception:  # a copy for pattern mining never fails a push
                     pass
         outcome = PushOutcome(sum(len(c) for c in columns), size, report.rejected_entries)
+        if outcome.lines:
+            self.accepted.add(tenant, outcome.lines, outcome.bytes)
         if report.errors:
             raise ValidationError(report.message())
         return outcome
+
+    def ingestion_rate(self, limits: Any) -> float:
+        """This distributor's share of the tenant's rate (bytes/s): the whole limit with the `local`
+        strategy, the limit over the distributor count with `global` (the reference's default);
+        the burst is not divided, as in the reference."""
+        rate = limits.ingestion_rate_mb * MB
+        if getattr(limits, "ingestion_rate_strategy", "global") == "global":
+            rate /= max(1, self.distributors())
+        return rate
 
     def _check_blocked(self, limits: Any) -> None:
         until = getattr(limits, "block_ingestion_until", None)
@@ -121,7 +163,7 @@ class Distributor:
         failed = {member for member, err in errors.items() if err is not None}
         for stream, owners in placements:
             ok = sum(1 for o in owners if o not in failed)
-            needed = len(owners) // 2 + 1 if len(owners) > 1 else 1
+            needed = quorum_size(len(owners))
             if ok < needed:
                 first = next((errors[o] for o in owners if errors.get(o) is not None), None)
                 if isinstance(first, SvcError):

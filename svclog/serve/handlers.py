@@ -71,12 +71,12 @@ class Handlers:
         try:
             tenant = self._tenant(request)
             body = await _read_capped(request, self.max_body_bytes)
-            outcome = await self.backend.push(tenant, body, request.headers.get("content-type"),
-                                              request.headers.get("content-encoding"))
-            telemetry.record_push(tenant, 204, getattr(outcome, "lines", 0), getattr(outcome, "bytes", 0))
+            await self.backend.push(tenant, body, request.headers.get("content-type"),
+                                    request.headers.get("content-encoding"))
+            telemetry.record_push(tenant, 204)
             return Response(status_code=204)
         except SvcError as err:
-            telemetry.record_push("", int(getattr(err, "status", 400)), 0, 0)
+            telemetry.record_push("", int(getattr(err, "status", 400)))
             return error_response(err)
 
     # ------------------------------------------------------------ queries
@@ -213,7 +213,17 @@ class Handlers:
         return _json(telemetry.build_info())
 
     async def flush(self, request: Request) -> Response:
-        await self.backend.flush()
+        """204 when every ingester wrote its chunks; 503 naming the store error otherwise (chunks are kept)."""
+        try:
+            await self.backend.flush()
+        except SvcError as err:
+            return error_response(err)
+        except Exception as err:  # an unreachable ingester: the flush did not complete
+            log.exception("flush")
+            cause = getattr(err, "cause", None)  # a Ray task error carries the raised error as `cause`
+            if isinstance(cause, SvcError):
+                return error_response(cause)
+            return PlainTextResponse(f"flush failed: {err}\n", status_code=503)
         return Response(status_code=204)
 
     async def config(self, request: Request) -> Response:

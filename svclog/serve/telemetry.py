@@ -6,16 +6,31 @@ import subprocess
 from functools import lru_cache
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
 
 import svclog
+from svclog.distributor.distributor import ACCEPTED
 
 REGISTRY = CollectorRegistry()
 PUSH_REQUESTS = Counter("svc_distributor_push_requests", "Push requests by status code.",
                         ["status"], registry=REGISTRY)
-LINES_RECEIVED = Counter("svc_distributor_lines_received", "Log lines accepted by the distributor.",
-                         ["tenant"], registry=REGISTRY)
-BYTES_RECEIVED = Counter("svc_distributor_bytes_received", "Raw line bytes accepted by the distributor.",
-                         ["tenant"], registry=REGISTRY)
+
+
+class _ReceivedCollector:
+    """Lines and bytes the distributors of this process stored, partly accepted pushes included."""
+
+    def collect(self):
+        lines = CounterMetricFamily("svc_distributor_lines_received", "Log lines accepted by the distributor.",
+                                    labels=["tenant"])
+        size = CounterMetricFamily("svc_distributor_bytes_received", "Raw line bytes accepted by the distributor.",
+                                   labels=["tenant"])
+        for tenant, (count, total) in sorted(ACCEPTED.snapshot().items()):
+            lines.add_metric([tenant], count)
+            size.add_metric([tenant], total)
+        return [lines, size]
+
+
+REGISTRY.register(_ReceivedCollector())
 QUERIES = Counter("svc_query_requests", "Query requests by endpoint and status code.",
                   ["endpoint", "status"], registry=REGISTRY)
 QUERY_SECONDS = Histogram("svc_query_duration_seconds", "Query latency by endpoint.", ["endpoint"],
@@ -30,11 +45,10 @@ FLUSH_FAILURES = Gauge("svc_ingester_flush_failures", "Failed chunk uploads sinc
 INGESTERS = Gauge("svc_ingesters_reachable", "Ingesters that answered the last stats call.", registry=REGISTRY)
 
 
-def record_push(tenant: str, status: int, lines: int, size: int) -> None:
+def record_push(tenant: str, status: int, lines: int = 0, size: int = 0) -> None:
+    """Counts the request. Lines and bytes are counted where they are stored (the distributor's
+    ACCEPTED, partly accepted pushes included); `lines`/`size` remain for older callers."""
     PUSH_REQUESTS.labels(str(status)).inc()
-    if lines:
-        LINES_RECEIVED.labels(tenant).inc(lines)
-        BYTES_RECEIVED.labels(tenant).inc(size)
 
 
 def record_query(endpoint: str, status: int, seconds: float) -> None:
