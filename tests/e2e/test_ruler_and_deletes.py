@@ -1,5 +1,6 @@
-"""End to end: an alert rule fires to a real HTTP receiver, a recording rule's samples arrive by
-remote write; a delete request hides lines at once and removes them from the store."""
+"""End to end: an alert rule fires to a real HTTP receiver (Alertmanager v2 path), a recording
+rule's samples arrive by remote write, with the rule groups shared by two rulers; a delete request
+hides lines at once, and compaction plus the sweep remove them from every chunk object in the store."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import pyarrow as pa
 import pytest
 import snappy
 
+from svclog.chunk.format import decode_chunk
 from svclog.config import object_store_uri
 from svclog.ruler import remote_write_pb2
 from svclog.storage.chunk_store import ChunkStore
@@ -61,7 +63,8 @@ def test_alert_reaches_alertmanager_and_recording_rule_is_remote_written(svc, re
     _push(svc, tenant, "ruler-e2e", ["an error happened", "fine", "another error"], time.time_ns() - 5 * NS)
 
     def alert_posted():
-        for _, _, body in receiver.posted("/alertmanager"):
+        for path, _, body in receiver.posted("/alertmanager"):
+            assert path == "/alertmanager/api/v2/alerts", path  # the Alertmanager v2 API under the URL
             for alert in json.loads(body):
                 if alert["labels"].get("alertname") == "RulerE2EErrors":
                     return alert
@@ -85,7 +88,28 @@ def test_alert_reaches_alertmanager_and_recording_rule_is_remote_written(svc, re
     series = _wait(sample_written, 60)
     assert series is not None, "no recording-rule sample reached the remote-write receiver"
     assert series.samples[-1].value == 3.0
+    groups = httpx.get(svc.url + "/compat/api/v1/rules", headers=hdr, timeout=30).json()["data"]["groups"]
+    assert [g["name"] for g in groups] == ["e2e-group"]  # merged over the rulers: listed once
+    alerts = httpx.get(svc.url + "/prometheus/api/v1/alerts", headers=hdr, timeout=30).json()["data"]["alerts"]
+    assert [a["labels"]["alertname"] for a in alerts] == ["RulerE2EErrors"]
     assert httpx.delete(svc.url + "/svc/api/v1/rules/e2e", headers=hdr, timeout=30).status_code == 202
+
+
+def test_rulers_share_a_ring_and_long_names_are_stored(svc):
+    rulers = [f"ruler-{i}" for i in range(svc.cfg.ray.num_rulers)]
+    ring = httpx.get(svc.url + "/ruler/ring", headers={"Accept": "application/json"}, timeout=30).json()
+    assert ring["forgettable"] and {m["id"]: m["health"] for m in ring["members"]} == dict.fromkeys(rulers, "healthy")
+    assert all(m["tokens"] > 0 for m in ring["members"])
+    hdr = {"X-Scope-OrgID": "ruler-long", "Content-Type": "application/yaml"}
+    namespace, group = "n" * 200, "g" * 300
+    body = RULES.replace("name: e2e-group", f"name: {group}")
+    resp = httpx.post(f"{svc.url}/svc/api/v1/rules/{namespace}", content=body, headers=hdr, timeout=30)
+    assert resp.status_code == 202, resp.text
+    resp = httpx.get(f"{svc.url}/svc/api/v1/rules/{namespace}/{group}", headers=hdr, timeout=30)
+    assert resp.status_code == 200 and group in resp.text
+    resp = httpx.post(f"{svc.url}/svc/api/v1/rules/{'x' * 1100}", content=RULES, headers=hdr, timeout=30)
+    assert resp.status_code == 400 and "limit: 1024 bytes" in resp.text
+    assert httpx.delete(f"{svc.url}/svc/api/v1/rules/{namespace}", headers=hdr, timeout=30).status_code == 202
 
 
 def _stored_lines(svc, tenant: str) -> list[str]:
@@ -96,6 +120,18 @@ def _stored_lines(svc, tenant: str) -> list[str]:
         for ref in refs:
             lines += chunks.fetch(ref, 0, 2**62).line.to_pylist()
     return lines
+
+
+def _chunk_objects(svc, tenant: str) -> dict[str, list[str]]:
+    """Every chunk object of the tenant in the store, referenced by the index or not: key -> lines."""
+    store = ObjectStore(object_store_uri(svc.cfg))
+    found = {}
+    for key in store.list(f"chunks/{tenant}", recursive=True):
+        try:
+            found[key] = decode_chunk(store.get(key)).line.to_pylist()
+        except FileNotFoundError:
+            continue  # swept meanwhile
+    return found
 
 
 def test_delete_hides_lines_at_once_and_compaction_removes_them(svc):
@@ -112,6 +148,8 @@ def test_delete_hides_lines_at_once_and_compaction_removes_them(svc):
         return [v[1] for s in resp.json()["data"]["result"] for v in s["values"]]
 
     assert len(lines()) == 100
+    before = _chunk_objects(svc, tenant)
+    assert sum(line.startswith("boom") for chunk in before.values() for line in chunk) == 50
     resp = httpx.post(svc.url + "/svc/api/v1/delete", headers=hdr, timeout=30, params={
         "query": '{app="ghost"} |= "boom"', "start": str((start - NS) // NS)})
     assert resp.status_code == 204, resp.text
@@ -125,6 +163,17 @@ def test_delete_hides_lines_at_once_and_compaction_removes_them(svc):
     assert _wait(processed, 90), "the delete request was not processed by the compactor"
     stored = _wait(lambda: (s := _stored_lines(svc, tenant)) and not any(x.startswith("boom") for x in s) and s, 60)
     assert stored, f"deleted lines still in the object store: {_stored_lines(svc, tenant)[:5]}"
-    print(f"\ndelete e2e: visible before=100 after={len(visible)}; stored after compaction={len(stored)} "
-          f"(boom=0, keep={sum(x.startswith('keep') for x in stored)})")
     assert sorted(stored) == sorted(f"keep {i}" for i in range(0, 100, 2))
+
+    def swept():  # after retention_delete_delay the sweep deletes the old objects themselves
+        objects = _chunk_objects(svc, tenant)
+        return objects if not set(objects) & set(before) else None
+
+    after = _wait(swept, 60)
+    assert after is not None, f"old chunk objects still in the store: {sorted(set(_chunk_objects(svc, tenant)) & set(before))}"
+    raw = [line for chunk in after.values() for line in chunk]
+    boom = sum(line.startswith("boom") for line in raw)
+    print(f"\ndelete e2e: visible before=100 after={len(visible)}; indexed after compaction={len(stored)}; "
+          f"chunk objects before={len(before)} after={len(after)} (old ones left: 0); "
+          f"raw lines after={len(raw)} (boom={boom}, keep={sum(x.startswith('keep') for x in raw)})")
+    assert boom == 0 and sorted(set(raw)) == sorted(f"keep {i}" for i in range(0, 100, 2))
