@@ -2,8 +2,9 @@
 
 Each evaluation time t covers the samples with t - range < ts <= t (after
 offset). Window bounds come from np.searchsorted over the sorted timestamps;
-counts, sums and variances from cumulative sums; min/max from a sparse table;
-only quantiles loop, once per step.
+counts from the bounds; sums, means and variances per window as if each were
+computed alone (window_sums); min/max from a sparse table; only quantiles loop,
+once per step.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from svclog.logql.engine.window_sums import window_means, window_sums, window_variances
 from svclog.model import NS
 
 
@@ -43,30 +45,16 @@ def windows(ts: np.ndarray, values: np.ndarray, ends: np.ndarray, range_ns: int,
     return Windows(ts, values, lo, hi, ends, range_ns, param)
 
 
-def _window_sum(x: np.ndarray, w: Windows) -> np.ndarray:
-    cs = np.concatenate(([0.0], np.cumsum(x)))
-    return cs[w.hi] - cs[w.lo]
-
-
 def _sum(w: Windows) -> np.ndarray:
-    return _window_sum(w.values, w)
+    return window_sums(w.values, w.lo, w.hi)
 
 
 def _avg(w: Windows) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return _sum(w) / w.count
+    return window_means(w.values, w.lo, w.hi)
 
 
 def _stdvar(w: Windows) -> np.ndarray:
-    shift = float(np.mean(w.values)) if len(w.values) else 0.0
-    if not np.isfinite(shift):
-        shift = 0.0
-    y = w.values - shift
-    n = w.count
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = _window_sum(y, w) / n
-        var = _window_sum(y * y, w) / n - mean * mean
-    return np.maximum(var, 0.0)
+    return window_variances(w.values, w.lo, w.hi)
 
 
 def _stddev(w: Windows) -> np.ndarray:
@@ -158,13 +146,13 @@ def _rate_counter(w: Windows) -> np.ndarray:
     ok = n >= 2
     if not ok.any() or len(x) == 0:
         return out
+    # the reference starts from last - first and adds each value a later sample of the window fell below
     resets = np.concatenate(([0.0], np.where(x[1:] < x[:-1], x[:-1], 0.0)))
-    # reset contributions of samples lo+1 .. hi-1; the first sample can only "reset" against 0
-    cs = np.concatenate(([0.0], np.cumsum(resets)))
     lo, hi = w.lo[ok], w.hi[ok]
     first_v, last_v = x[lo], x[hi - 1]
     first_t, last_t = ts[lo], ts[hi - 1]
-    result = last_v - first_v + (cs[hi] - cs[lo + 1])
+    with np.errstate(invalid="ignore", over="ignore"):
+        result = window_sums(resets, lo + 1, hi, start=last_v - first_v)
     range_ms = w.range_ns // 1_000_000
     range_start = first_t - range_ms
     range_end = last_t
