@@ -4,8 +4,6 @@ Conversion runs once per distinct value (dictionary encoding), not per entry.
 """
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable
 
 import numpy as np
@@ -14,68 +12,37 @@ import pyarrow.compute as pc
 
 from svclog.logql import ast
 from svclog.logql.engine import stages_bridge as sb
+from svclog.logql.stages import convert
 from svclog.logql.stages.batch import LogBatch
-from svclog.model import NS, parse_bytes, parse_go_duration
 
 SAMPLE_EXTRACTION_ERR = "SampleExtractionErr"
-_GO_FLOAT = re.compile(r"^[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)$", re.IGNORECASE)
 
-
-class ConversionError(ValueError):
-    """Carries the reference's error text for `__error_details__`."""
-
-
-def parse_go_float(text: str) -> float:
-    """Go strconv.ParseFloat(text, 64) for the decimal forms (no '_' separators, no hex)."""
-    if not _GO_FLOAT.match(text):
-        raise ConversionError(f'strconv.ParseFloat: parsing "{text}": invalid syntax')
-    value = float(text)
-    if math.isinf(value) and "inf" not in text.lower():
-        raise ConversionError(f'strconv.ParseFloat: parsing "{text}": value out of range')
-    return value
-
-
-def _duration_seconds(text: str) -> float:
-    try:
-        return parse_go_duration(text) / NS
-    except ValueError:
-        raise ConversionError(f'time: invalid duration "{text}"') from None
-
-
-def _bytes(text: str) -> float:
-    try:
-        return float(parse_bytes(text))
-    except ValueError:
-        raise ConversionError(f'strconv.ParseFloat: parsing "{text}": invalid syntax') from None
-
-
-CONVERTERS: dict[str, Callable[[str], float]] = {
-    "": parse_go_float,
-    "duration": _duration_seconds,
-    "duration_seconds": _duration_seconds,
-    "bytes": _bytes,
+# The reference's converters: strconv.ParseFloat, time.ParseDuration (in seconds) and
+# go-humanize ParseBytes, with their error texts
+CONVERTERS: dict[str, Callable[[pa.Array], tuple[pa.Array, pa.Array]]] = {
+    "": convert.parse_float_values,
+    "duration": convert.parse_duration_values,
+    "duration_seconds": convert.parse_duration_values,
+    "bytes": convert.parse_bytes_values,
 }
 
 
 def convert_column(column: pa.Array, conversion: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """(values, error index per entry (-1: none), error messages) for a nullable string column."""
-    convert = CONVERTERS[conversion]
+    """(values, error index per entry (-1: none), error messages) for a nullable string column.
+
+    A missing label converts as "" (and fails), as in the reference.
+    """
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     column = pc.fill_null(column.cast(pa.string()), "")
-    encoded = pc.dictionary_encode(column)
-    words = encoded.dictionary.to_pylist()
-    word_values = np.zeros(len(words))
-    word_errors = np.full(len(words), -1, dtype=np.int64)
-    messages: list[str] = []
-    for i, word in enumerate(words):
-        try:
-            word_values[i] = convert(word)
-        except ConversionError as err:
-            word_errors[i] = len(messages)
-            messages.append(str(err))
-    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    return word_values[codes], word_errors[codes], messages
+    values, errors = CONVERTERS[conversion](column)
+    failed = errors.is_valid()
+    values = pc.fill_null(values, 0.0).to_numpy(zero_copy_only=False).astype(np.float64)
+    if not pc.any(failed).as_py():
+        return values, np.full(len(column), -1, dtype=np.int64), []
+    encoded = pc.dictionary_encode(errors)
+    codes = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return values, codes, encoded.dictionary.to_pylist()
 
 
 def unwrap_values(batch: LogBatch, unwrap: ast.Unwrap) -> tuple[np.ndarray, LogBatch]:

@@ -17,9 +17,11 @@ import pyarrow.compute as pc
 
 from svclog.model import go_quote, parse_go_duration
 
-# strconv.ParseFloat's decimal syntax plus its inf/infinity/nan spellings (no hex floats).
+# strconv.ParseFloat's common decimal syntax plus its inf/infinity/nan spellings; the rest
+# of Go's syntax (hex floats, `_` digit separators) goes through go_parse_float
 _GO_FLOAT = r"^(?:[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?i:inf|infinity)|(?i:nan))$"
 _GO_INF = r"^[+-]?(?i:inf|infinity)$"
+_GO_FLOAT_RARE = r"[_xX]"
 
 
 def parse_float_values(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -30,13 +32,64 @@ def parse_float_values(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     # Go reports overflow to +-Inf as an error ("value out of range").
     overflow = pc.and_(pc.fill_null(pc.is_inf(values), False),
                        pc.invert(pc.fill_null(pc.match_substring_regex(arr, _GO_INF), False)))
-    bad_syntax = pc.and_(pc.is_valid(arr), pc.invert(valid))
+    rare = pc.and_(pc.invert(valid), pc.fill_null(pc.match_substring_regex(arr, _GO_FLOAT_RARE), False))
+    bad_syntax = pc.and_(pc.and_(pc.is_valid(arr), pc.invert(valid)), pc.invert(rare))
     errors = _messages(arr, bad_syntax, lambda s: f"strconv.ParseFloat: parsing {go_quote(s)}: invalid syntax")
     if pc.any(overflow).as_py():
         over = _messages(arr, overflow, lambda s: f"strconv.ParseFloat: parsing {go_quote(s)}: value out of range")
         errors = pc.coalesce(errors, over)
         values = pc.if_else(overflow, pa.scalar(None, pa.float64()), values)
+    if pc.any(rare).as_py():
+        rare_values, rare_errors = _per_distinct(arr.filter(rare), go_parse_float)
+        values = pc.replace_with_mask(values, rare, rare_values)
+        errors = pc.replace_with_mask(errors, rare, rare_errors)
     return values, errors
+
+
+# ---------------------------------------------------------------- Go strconv.ParseFloat
+
+_GO_SPECIAL = re.compile(r"[+-]?(?:inf|infinity)|nan", re.IGNORECASE | re.ASCII)
+_GO_DECIMAL = re.compile(r"[+-]?(?=[0-9_.]*[0-9])[0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9][0-9_]*)?")
+_GO_HEX = re.compile(r"[+-]?0[xX](?=[0-9a-fA-F_.]*[0-9a-fA-F])[0-9a-fA-F_]*\.?[0-9a-fA-F_]*[pP][+-]?[0-9][0-9_]*")
+_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
+def _underscores_ok(text: str) -> bool:
+    """Go's underscoreOK: `_` only between digits, or between a base prefix and a digit."""
+    if text[:1] in "+-":
+        text = text[1:]
+    saw, i, hex_digits = "^", 0, False
+    if len(text) >= 2 and text[0] == "0" and text[1] in "bBoOxX":
+        saw, i, hex_digits = "0", 2, text[1] in "xX"
+    for ch in text[i:]:
+        if "0" <= ch <= "9" or (hex_digits and ch in _HEX_DIGITS):
+            saw = "0"
+        elif ch == "_":
+            if saw != "0":
+                return False
+            saw = "_"
+        elif saw == "_":
+            return False
+        else:
+            saw = "!"
+    return saw != "_"
+
+
+def go_parse_float(text: str) -> float:
+    """Go's strconv.ParseFloat(text, 64); raises ValueError with Go's error text."""
+    if _GO_SPECIAL.fullmatch(text):
+        return float(text)
+    hex_form = _GO_HEX.fullmatch(text) is not None
+    if not (hex_form or _GO_DECIMAL.fullmatch(text)) or ("_" in text and not _underscores_ok(text)):
+        raise ValueError(f"strconv.ParseFloat: parsing {go_quote(text)}: invalid syntax")
+    plain = text.replace("_", "")
+    try:
+        value = float.fromhex(plain) if hex_form else float(plain)
+    except OverflowError:
+        value = math.inf
+    if math.isinf(value):
+        raise ValueError(f"strconv.ParseFloat: parsing {go_quote(text)}: value out of range")
+    return value
 
 
 def parse_duration_values(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
@@ -93,20 +146,36 @@ _BYTE_UNITS = {
     "ki": 1024, "kib": 1024, "mi": 1024**2, "mib": 1024**2, "gi": 1024**3, "gib": 1024**3,
     "ti": 1024**4, "tib": 1024**4, "pi": 1024**5, "pib": 1024**5, "ei": 1024**6, "eib": 1024**6,
 }
-_LEADING_NUMBER = re.compile(r"[0-9.,]*")
-_DECIMAL = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+# Go's strings.TrimSpace set (unicode.IsSpace)
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 def humanize_parse_bytes(text: str) -> int:
-    """Bytes; raises ValueError with go-humanize's message on invalid input."""
-    head = _LEADING_NUMBER.match(text).group(0)
-    number = head.replace(",", "")
-    if not _DECIMAL.match(number):
-        raise ValueError(f"strconv.ParseFloat: parsing {go_quote(number)}: invalid syntax")
-    unit = text[len(head):].strip().lower()
+    """go-humanize ParseBytes; raises ValueError with its message on invalid input."""
+    # It counts leading digits (unicode.IsDigit), dots and commas in runes but slices the
+    # string in bytes there, so a non-ASCII digit leaves a broken UTF-8 prefix to ParseFloat.
+    count = 0
+    for ch in text:
+        if not (ch.isdecimal() or ch in ".,"):
+            break
+        count += 1
+    raw = text.encode("utf-8", "surrogatepass")
+    head = raw[:count].replace(b",", b"")
+    try:
+        number = go_parse_float(head.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError(f"strconv.ParseFloat: parsing {_quote_bytes(head)}: invalid syntax") from None
+    unit = text[count:].strip(_GO_SPACE).lower()
     if unit not in _BYTE_UNITS:
         raise ValueError(f"unhandled size name: {unit}")
-    value = float(number) * _BYTE_UNITS[unit]
+    value = number * _BYTE_UNITS[unit]
     if value >= 2.0**64 or math.isinf(value):
         raise ValueError(f"too large: {text}")
     return int(value)
+
+
+def _quote_bytes(raw: bytes) -> str:
+    """strconv.Quote of a byte string that may not be valid UTF-8 (bad bytes as \\xNN)."""
+    text = raw.decode("utf-8", "surrogateescape")
+    return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch
+                   for ch in go_quote(text))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -13,8 +14,9 @@ from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.engine.params import QueryParams, default_step, step_times
 from svclog.logql.engine.range_agg import UNWRAP_OPS, quantile, windows
 from svclog.logql.engine.result import MatrixResult, ScalarResult, StreamsResult, VectorResult
-from svclog.logql.engine.unwrap import ConversionError, convert_column, parse_go_float
+from svclog.logql.engine.unwrap import convert_column
 from svclog.logql.source import SelectRequest
+from svclog.logql.stages.convert import go_parse_float
 from svclog.model import NS, Labels, LimitError, Matcher, MatchType, ValidationError
 
 S = NS
@@ -141,12 +143,18 @@ def test_rate_counter_handles_resets() -> None:
 
 # ---------------------------------------------------------------- unwrap conversion
 
-def test_go_float_parsing() -> None:
-    assert parse_go_float("1e3") == 1000.0
-    assert parse_go_float("-.5") == -0.5
-    for bad in ("", "1_000", "abc", "0x10"):
-        with pytest.raises(ConversionError):
-            parse_go_float(bad)
+def test_go_float_parsing_follows_strconv_parse_float() -> None:
+    good = {"1e3": 1000.0, "-.5": -0.5, "5.": 5.0, "0x1p3": 8.0, "0X1.8P1": 3.0, "0x_1p2": 4.0,
+            "1_000": 1000.0, "1_23.50_0_0e+1_2": 1.235e14, "-Inf": -math.inf, "+infinity": math.inf}
+    for text, want in good.items():
+        assert go_parse_float(text) == want, text
+    assert math.isnan(go_parse_float("NaN")) and math.isnan(go_parse_float("nan"))
+    for bad in ("", "abc", "0x10", "+nan", "-nan", "infin", "_1", "1__0", "1_", "1e_1", " 1", "\u0663", ".", "1e"):
+        with pytest.raises(ValueError, match=r"strconv.ParseFloat: parsing .*: invalid syntax"):
+            go_parse_float(bad)
+    for big in ("1e400", "-1e400", "0x1p99999"):
+        with pytest.raises(ValueError, match="value out of range"):
+            go_parse_float(big)
 
 
 def test_convert_column_reports_errors() -> None:
