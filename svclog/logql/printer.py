@@ -4,7 +4,8 @@
 place it differs from the reference is the spelling of number, duration and
 byte label-filter values, which it keeps as written (the reference re-spells
 them, and for byte sizes loses precision: `1MiB` prints as `1.0MB`).
-`format_query` (what GET /format_query returns) is the reference's exact text.
+`reference_text` is the reference's exact String() text; `format_query` (what
+GET /format_query returns) is its pretty form, built in format.py.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from svclog.logql.gofmt import (
 )
 from svclog.model import Matcher
 
-__all__ = ["format_query", "humanize_bytes", "print_expr"]
+__all__ = ["format_query", "humanize_bytes", "print_expr", "reference_text"]
 
 
 def print_expr(node: object) -> str:
@@ -29,11 +30,17 @@ def print_expr(node: object) -> str:
     return _Printer(reference=False).text(node)
 
 
+def reference_text(node: object) -> str:
+    """The reference's one-line String() of any AST node: filter values re-spelled as it does."""
+    return _Printer(reference=True).text(node)
+
+
 def format_query(text: str) -> str:
-    """Parse `text` and print it exactly as the reference's format_query does."""
+    """Parse `text` and print it exactly as the reference's format_query does (its pretty form)."""
+    from svclog.logql.format import prettify  # format builds on this module
     from svclog.logql.parser import parse  # the parser never imports the printer
 
-    return _Printer(reference=True).text(parse(text))
+    return prettify(parse(text))
 
 
 def humanize_bytes(size: int) -> str:
