@@ -12,6 +12,7 @@ import ray
 from svclog.actors.options import NAMESPACE, RING_NAME
 from svclog.distributor.quorum import QuorumTracker
 from svclog.ingester.payload import encode_batch
+from svclog.logql.source import IngesterScan
 from svclog.model import Labels, Matcher, StreamColumns, SvcError
 from svclog.ring.ring import Ring
 
@@ -114,9 +115,15 @@ class IngesterPool:
         return results
 
     def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
-               shard: tuple[int, int] | None, line_filters: tuple = ()) -> tuple[list[tuple[Labels, pa.Table]], int]:
+               shard: tuple[int, int] | None, line_filters: tuple = ()
+               ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]:
+        """Entries from every ingester, how many answered, and what they scanned (before line filters).
+
+        Each replica scans its own copy of a stream; as the reference (which merges every
+        ingester's stats by adding them), the scans are summed, so with RF 3 a line counts 3 times."""
         results = self._fan_out("select", tenant, matchers, start, end, shard, line_filters)
-        return [item for packed in results for item in packed.unpack()], len(results)
+        scan = sum((packed.scan for packed in results), IngesterScan())
+        return [item for packed in results for item in packed.unpack()], len(results), scan
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]:
         return [labels for result in self._fan_out("series", tenant, matchers, start, end) for labels in result]

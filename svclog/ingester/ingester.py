@@ -130,8 +130,10 @@ class Ingester:
                       shard: tuple[int, int] | None = None, line_filters: tuple = ()):
         with self._lock:
             instance = self.tenants.get(tenant)
-            streams = instance.select(matchers, start, end, shard, line_filters) if instance else []
-        return PackedStreams.pack(streams)  # the copy into one table runs outside the lock
+            if instance is None:
+                return PackedStreams.pack([])
+            streams, scan = instance.select_scanned(matchers, start, end, shard, line_filters)
+        return PackedStreams.pack(streams, scan)  # the copy into one table runs outside the lock
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
         with self._lock:

@@ -7,9 +7,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.chunk.head import entries_batch
-from svclog.ingester.stream import MemoryStream
-from svclog.ingester.stream_rate import StreamRateLimitError, StreamRateLimits
 from svclog.chunk.pushdown import apply_line_filters
+from svclog.ingester.stream import MemoryStream, line_bytes
+from svclog.ingester.stream_rate import StreamRateLimitError, StreamRateLimits
+from svclog.logql.source import IngesterScan
 from svclog.model import Labels, LimitError, Matcher, StreamColumns, labels_match
 
 
@@ -114,19 +115,35 @@ class TenantInstance:
 
     def select(self, matchers: Iterable[Matcher], start: int, end: int,
                shard: tuple[int, int] | None = None, line_filters: tuple = ()) -> list[tuple[Labels, pa.Table]]:
+        return self.select_scanned(matchers, start, end, shard, line_filters)[0]
+
+    def select_scanned(self, matchers: Iterable[Matcher], start: int, end: int, shard: tuple[int, int] | None = None,
+                       line_filters: tuple = ()) -> tuple[list[tuple[Labels, pa.Table]], IngesterScan]:
+        """`select`, and what it scanned for it before the line filters (the query stats): lines and
+        bytes in the range of head blocks and of sealed chunks, and the chunks overlapping it."""
         out = []
+        head_lines = head_bytes = chunk_lines = chunk_bytes = chunks = 0
         for stream in self.matching(matchers, shard):
-            tables = stream.tables(start, end)
+            sealed, head = stream.windows(start, end)
+            chunks += len(sealed) + (head is not None)
+            tables = [t for t in sealed if t.num_rows]
+            for table in tables:
+                chunk_lines += table.num_rows
+                chunk_bytes += line_bytes(table)
+            if head is not None and head.num_rows:
+                head_lines += head.num_rows
+                head_bytes += line_bytes(head)
+                tables.append(head)
             if tables:
                 table = apply_line_filters(pa.concat_tables(tables) if len(tables) > 1 else tables[0], line_filters)
                 if table.num_rows:
                     out.append((stream.labels, table))
-        return out
+        return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks)
 
     def select_packed(self, matchers: Iterable[Matcher], start: int, end: int,
-                      shard: tuple[int, int] | None = None, line_filters: tuple = ()) -> "PackedStreams":
+                      shard: tuple[int, int] | None = None, line_filters: tuple = ()) -> PackedStreams:
         """`select` as one contiguous table (one transfer, one schema instead of one per stream)."""
-        return PackedStreams.pack(self.select(matchers, start, end, shard, line_filters))
+        return PackedStreams.pack(*self.select_scanned(matchers, start, end, shard, line_filters))
 
     def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:
         """(labels, entries, bytes, chunks) of matching streams with entries in [start, end)."""
@@ -152,20 +169,26 @@ class TenantInstance:
         return sum(len(s.sealed) for s in self.streams.values())
 
 
-class PackedStreams:
-    """Several streams' entries in one table (rows of a stream contiguous), for cheap transfer."""
+NOTHING_SCANNED = IngesterScan()
 
-    def __init__(self, labels: list[Labels], lengths: list[int], table: pa.Table | None):
+
+class PackedStreams:
+    """Several streams' entries in one table (rows of a stream contiguous), for cheap transfer,
+    with what the ingester scanned to find them (`scan`, for the query stats)."""
+
+    def __init__(self, labels: list[Labels], lengths: list[int], table: pa.Table | None,
+                 scan: IngesterScan = NOTHING_SCANNED):
         self.labels = labels
         self.lengths = lengths
         self.table = table
+        self.scan = scan
 
     @classmethod
-    def pack(cls, streams: list[tuple[Labels, pa.Table]]) -> "PackedStreams":
+    def pack(cls, streams: list[tuple[Labels, pa.Table]], scan: IngesterScan = NOTHING_SCANNED) -> PackedStreams:
         if not streams:
-            return cls([], [], None)
+            return cls([], [], None, scan)
         table = pa.concat_tables([t for _, t in streams]).combine_chunks()
-        return cls([lb for lb, _ in streams], [t.num_rows for _, t in streams], table)
+        return cls([lb for lb, _ in streams], [t.num_rows for _, t in streams], table, scan)
 
     def unpack(self) -> list[tuple[Labels, pa.Table]]:
         out, offset = [], 0

@@ -50,13 +50,18 @@ class MemoryStream:
 
     def tables(self, start: int, end: int) -> list[pa.Table]:
         """Entries with start <= ts < end from sealed chunks and the head (unsorted across parts)."""
-        parts = [c.table for c in self.sealed if c.min_ts < end and c.max_ts >= start]
+        sealed, head = self.windows(start, end)
+        return [t for t in (*sealed, head) if t is not None and t.num_rows]
+
+    def windows(self, start: int, end: int) -> tuple[list[pa.Table], pa.Table | None]:
+        """Entries with start <= ts < end of each sealed chunk whose bounds overlap the range, and
+        of the head (None when it does not overlap); a window may be empty."""
+        sealed = [_time_window(c.table, start, end, sorted_=True)
+                  for c in self.sealed if c.min_ts < end and c.max_ts >= start]
+        head = None
         if len(self.head) and self.head.min_ts < end and self.head.max_ts >= start:
-            parts.append(self.head.table())
-        out = []
-        for table in parts:
-            out.append(_time_window(table, start, end, sorted_=table is not parts[-1] or not len(self.head)))
-        return [t for t in out if t.num_rows]
+            head = _time_window(self.head.table(), start, end, sorted_=False)
+        return sealed, head
 
     def snapshot(self) -> list[pa.Table]:
         parts = [c.table for c in self.sealed]
@@ -67,6 +72,18 @@ class MemoryStream:
     @property
     def memory_bytes(self) -> int:
         return self.head.raw_bytes + sum(c.raw_bytes for c in self.sealed)
+
+
+def line_bytes(table: pa.Table) -> int:
+    """Bytes of the `line` column, read from the first and last string offsets: O(1) per Arrow
+    chunk, as the stats must cost nothing per line."""
+    total = 0
+    for lines in table.column("line").chunks:
+        if len(lines):
+            wide = pa.types.is_large_string(lines.type) or pa.types.is_large_binary(lines.type)
+            offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)
+            total += int(offsets[lines.offset + len(lines)] - offsets[lines.offset])
+    return total
 
 
 def _time_window(table: pa.Table, start: int, end: int, *, sorted_: bool) -> pa.Table:

@@ -1,0 +1,112 @@
+"""What an ingester's select scanned, before pushed-down line filters, for the query stats."""
+import pyarrow as pa
+
+from svclog.actors.clients import IngesterPool
+from svclog.ingester.instance import PackedStreams, TenantInstance
+from svclog.ingester.stream import line_bytes
+from svclog.logql.parser import parse
+from svclog.logql.source import IngesterScan, SelectRequest
+from svclog.model import Labels, Matcher, MatchType, StreamColumns
+from svclog.querier.source import StoreSource
+from svclog.querier.stats import build_stats
+from svclog.storage.chunk_store import ChunkStore
+from svclog.storage.index import IndexReader
+from svclog.storage.objstore import ObjectStore
+
+ANY_APP = (Matcher("app", MatchType.RE, ".+"),)
+HELLO = tuple(parse('{app=~".+"} |= "hello"').stages)
+
+
+def _stream(app, ts, lines):
+    return StreamColumns(Labels({"app": app}.items()), ts, lines, None)
+
+
+def _instance(*streams: StreamColumns) -> TenantInstance:
+    instance = TenantInstance("t")
+    instance.push(list(streams), 0)
+    return instance
+
+
+def _cut(instance: TenantInstance, app: str) -> None:
+    instance.streams[Labels({"app": app}.items())].cut()
+
+
+def test_lines_and_bytes_are_counted_before_the_line_filter():
+    instance = _instance(_stream("a", [1, 2, 3], ["hello", "bye", "other"]))
+    found, scan = instance.select_scanned(ANY_APP, 0, 10, line_filters=HELLO)
+    assert [t.column("line").to_pylist() for _, t in found] == [["hello"]]
+    assert scan == IngesterScan(head_lines=3, head_bytes=13, chunks=1)
+
+
+def test_head_apart_from_sealed_chunks_and_chunks_matched():
+    instance = _instance(_stream("a", [1, 2], ["aa", "bbb"]), _stream("b", [1], ["c"]))
+    _cut(instance, "a")
+    instance.push([_stream("a", [3, 4], ["dddd", "e"])], 0)
+    _cut(instance, "a")
+    instance.push([_stream("a", [5], ["ff"])], 0)
+    _, scan = instance.select_scanned(ANY_APP, 0, 10)
+    assert scan == IngesterScan(head_lines=2, head_bytes=3, chunk_lines=4, chunk_bytes=10, chunks=4)
+
+
+def test_only_the_time_range_and_matching_streams_count():
+    instance = _instance(_stream("a", [1, 2, 3], ["x", "yy", "zzz"]), _stream("b", [2], ["other"]))
+    _cut(instance, "a")
+    instance.push([_stream("a", [20, 1], ["late", "early"])], 0)  # head, unsorted
+    _, scan = instance.select_scanned((Matcher("app", MatchType.EQ, "a"),), 2, 4)
+    assert scan == IngesterScan(chunk_lines=2, chunk_bytes=5, chunks=2)  # head overlaps [2, 4) but has no entry in it
+    _, scan = instance.select_scanned(ANY_APP, 30, 40)
+    assert scan == IngesterScan()
+
+
+def test_the_packed_answer_carries_the_scan():
+    instance = _instance(_stream("a", [1, 2], ["hello", "no"]))
+    packed = instance.select_packed(ANY_APP, 0, 10, line_filters=HELLO)
+    assert packed.table.num_rows == 1
+    assert packed.scan == IngesterScan(head_lines=2, head_bytes=7, chunks=1)
+
+
+def test_line_bytes_reads_offsets_of_slices():
+    table = pa.table({"line": pa.array(["a", "bb", "ccc", "dddd"])})
+    assert line_bytes(table) == 10
+    assert line_bytes(table.slice(1, 2)) == 5
+    assert line_bytes(table.slice(4, 0)) == 0
+    assert line_bytes(pa.table({"line": pa.chunked_array([["ab"], ["cde"]], pa.large_string())})) == 5
+
+
+class _Pool(IngesterPool):
+    """The pool's select over in-process ingesters instead of Ray actors."""
+
+    def __init__(self, instances: list[TenantInstance]):
+        self.instances = instances
+
+    def _fan_out(self, method, tenant, matchers, start, end, shard, line_filters):
+        assert method == "select"
+        return [i.select_packed(matchers, start, end, shard, line_filters) for i in self.instances]
+
+
+def test_pool_sums_every_ingesters_scan_as_the_reference():
+    replicas = [_instance(_stream("a", [1, 2, 3], ["hello", "bye", "other"])) for _ in range(2)]
+    found, reached, scan = _Pool(replicas).select("t", ANY_APP, 0, 10, None, HELLO)
+    assert (len(found), reached) == (2, 2)
+    assert scan == IngesterScan(head_lines=6, head_bytes=26, chunks=2)
+    assert _Pool([]).select("t", ANY_APP, 0, 10, None)[1:] == (0, IngesterScan())
+
+
+def test_query_stats_count_lines_the_filter_dropped(tmp_path):
+    instance = _instance(_stream("a", [1, 2, 3], ["hello", "bye", "other"]))
+    _cut(instance, "a")
+    instance.push([_stream("a", [4], ["hello again"])], 0)
+    store = ObjectStore(str(tmp_path / "s"))
+    source = StoreSource(["t"], IndexReader(store), ChunkStore(store), _Pool([instance]))
+    blocks = list(source.select_logs(SelectRequest(ANY_APP, 0, 10, line_filters=HELLO)))
+    assert [b.line.to_pylist() for b in blocks] == [["hello", "hello again"]]
+    stats = build_stats(source.stats, 1.0)
+    assert stats["summary"]["totalLinesProcessed"] == 4
+    assert stats["ingester"]["totalLinesSent"] == 2
+    assert (stats["ingester"]["headChunkLines"], stats["ingester"]["decompressedLines"]) == (1, 3)
+    assert stats["ingester"]["totalChunksMatched"] == 2
+
+
+def test_an_empty_pack_still_carries_its_scan():
+    assert PackedStreams.pack([], IngesterScan(head_lines=1)).scan.head_lines == 1
+    assert PackedStreams.pack([]).scan == IngesterScan()
