@@ -41,6 +41,10 @@ def connect(cfg: Config) -> None:
             # instance (a dev server beside the tests) would fail to start on them
             os.environ.setdefault("RAY_SERVE_HAPROXY_METRICS_PORT", str(_free_port()))
             os.environ.setdefault("RAY_SERVE_HAPROXY_STATS_PORT", str(_free_port()))
+    # Serve replicas run our handlers on their own event loop, so a WebSocket send awaits the
+    # HTTP server's flow control; on the default separate user thread every send lands in an
+    # unbounded queue and a tail client that stops reading grows the gateway without limit.
+    os.environ.setdefault("RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD", "0")
     address = cfg.ray.address or None
     kwargs = {"namespace": NAMESPACE, "include_dashboard": bool(cfg.ray.dashboard),
               "log_to_driver": False, "configure_logging": False}

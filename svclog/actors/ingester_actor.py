@@ -170,6 +170,11 @@ class IngesterActor:
         return self.ingester.tails.poll(sub_id, max_wait_s)
 
     @ray.method(concurrency_group=TAIL_GROUP)
+    def tail_touch(self, sub_id: str) -> bool:
+        """Keep a subscription alive while its reader is blocked; False when unknown."""
+        return self.ingester.tails.touch(sub_id)
+
+    @ray.method(concurrency_group=TAIL_GROUP)
     def tail_close(self, sub_id: str) -> bool:
         return self.ingester.tails.close(sub_id)
 

@@ -181,6 +181,16 @@ class TailRegistry:
         result = sub.take(min(max_wait_s, self.settings.idle_timeout_s / 3), self._clock)
         return None if sub.closed else result
 
+    def touch(self, sub_id: str) -> bool:
+        """Keep a subscription alive while its reader is too slow to poll; False when unknown.
+
+        Its buffer keeps filling meanwhile and what does not fit is recorded as dropped."""
+        sub = self._subs.get(sub_id)
+        if sub is None:
+            return False
+        sub.last_polled = self._clock()
+        return True
+
     def close(self, sub_id: str) -> bool:
         with self._lock:
             sub = self._subs.get(sub_id)

@@ -44,6 +44,7 @@ DEFAULT_LIMIT = 100
 POLL_WAIT_S = 2.0  # an idle long-poll returns after this long (entries end it at once)
 QUEUE_BATCHES = 4  # poll answers waiting to be sent, per session: the gateway's memory bound
 RING_REFRESH_S = 5.0  # how often a session looks for ingesters that joined or left the ring
+KEEPALIVE_S = 5.0  # while the client is slow, touch the ingester subscriptions this often (they expire at 30 s)
 RETRY_S = 1.0  # pause before re-subscribing to an ingester that failed or restarted
 NEEDS_UPGRADE = "bad request: the tail endpoint speaks WebSocket only (send Connection: Upgrade, Upgrade: websocket)"
 
@@ -101,6 +102,9 @@ class IngesterTail:
 
     async def poll(self, sub_id: str, max_wait_s: float) -> PollResult | None:
         return await self.handle.tail_poll.remote(sub_id, max_wait_s)
+
+    async def touch(self, sub_id: str) -> bool:
+        return await self.handle.tail_touch.remote(sub_id)
 
     async def close(self, sub_id: str) -> None:
         await self.handle.tail_close.remote(sub_id)
@@ -178,7 +182,17 @@ class TailSession:
                 subscribed = False
                 continue
             if result[0] or result[1]:
-                await self.queue.put(result)  # blocks while the client is slow: backpressure
+                await self._put(client, result)
+
+    async def _put(self, client: IngesterTail, result: PollResult) -> None:
+        """Queue a poll answer; blocks while the client is slow (backpressure), meanwhile keeping
+        the ingester's subscription alive so it records what it drops instead of expiring."""
+        while True:
+            try:
+                await asyncio.wait_for(self.queue.put(result), timeout=KEEPALIVE_S)
+                return
+            except asyncio.TimeoutError:
+                await client.touch(self.sub_id)
 
     async def send_loop(self, websocket: WebSocket) -> None:
         getter: asyncio.Future | None = None

@@ -3,28 +3,31 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from urllib.parse import urlencode
 
 import httpx
 import pytest
+import yaml
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 pytestmark = pytest.mark.ray
 TENANT = "tail-e2e"
+FLOOD_TENANT = "tail-flood"
 
 
 def _ws_url(svc, path: str = "/svc/api/v1/tail", **params: str) -> str:
     return svc.url.replace("http://", "ws://", 1) + path + "?" + urlencode(params)
 
 
-async def _push(client: httpx.AsyncClient, svc, lines: list[str], app: str = "tail") -> None:
+async def _push(client: httpx.AsyncClient, svc, lines: list[str], app: str = "tail", tenant: str = TENANT) -> None:
     now = time.time_ns()
     body = {"streams": [{"stream": {"app": app, "env": "e2e"},
                          "values": [[str(now + i), line] for i, line in enumerate(lines)]}]}
     resp = await client.post(svc.url + "/svc/api/v1/push", content=json.dumps(body),
-                             headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"})
+                             headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"})
     assert resp.status_code == 204, resp.text
 
 
@@ -101,3 +104,100 @@ def test_deprecated_paths_upgrade(svc):
 
     for path in ("/api/legacy/tail", "/api/prom/tail"):
         assert asyncio.run(opens(path))
+
+
+class RawTailClient:
+    """A tail client over a plain socket that reads only when told to (the sans-I/O websockets
+    protocol does the framing), so the server meets a genuinely slow reader."""
+
+    def __init__(self, svc, tenant: str, **params: str):
+        from websockets.client import ClientProtocol
+        from websockets.protocol import State
+        from websockets.uri import parse_uri
+
+        host, port = svc.url.removeprefix("http://").split(":")
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)  # a small window, before connect
+        self.sock.settimeout(30)
+        self.sock.connect((host, int(port)))
+        self.protocol = ClientProtocol(parse_uri(_ws_url(svc, **params)), max_size=None)
+        request = self.protocol.connect()
+        request.headers["X-Scope-OrgID"] = tenant
+        self.protocol.send_request(request)
+        self.sock.sendall(b"".join(self.protocol.data_to_send()))
+        while self.protocol.state is State.CONNECTING:
+            data = self.sock.recv(65536)
+            assert data, "the server closed the connection during the handshake"
+            self.protocol.receive_data(data)
+        assert self.protocol.handshake_exc is None, self.protocol.handshake_exc
+        self.protocol.events_received()
+
+    def drain(self, quiet_s: float) -> list[dict]:
+        """Read until nothing arrives for `quiet_s`; the messages received."""
+        self.sock.settimeout(quiet_s)
+        messages = []
+        while True:
+            try:
+                data = self.sock.recv(1 << 20)
+            except TimeoutError:
+                return messages
+            if not data:
+                return messages
+            self.protocol.receive_data(data)
+            messages += [json.loads(frame.data) for frame in self.protocol.events_received()
+                         if frame.opcode.name == "TEXT"]
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def flood_limits(svc):
+    """The flood tenant may push far beyond the test service's default ingestion rate."""
+    path = svc.cfg.runtime_config.file
+    with open(path) as f:
+        current = yaml.safe_load(f) or {}
+    overrides = {**(current.get("overrides") or {}),
+                 FLOOD_TENANT: {"ingestion_rate_mb": 1024, "ingestion_burst_size_mb": 1024,
+                                "per_stream_rate_limit": "1GB", "per_stream_rate_limit_burst": "1GB"}}
+    with open(path, "w") as f:
+        yaml.safe_dump({"overrides": overrides}, f)
+    time.sleep(2.5)  # the reload period is 1 s
+    return svc
+
+
+def test_a_client_that_does_not_read_gets_drops_not_unbounded_buffering(flood_limits):
+    """Back-pressure reaches the ingesters' bounded buffers: the gateway holds no backlog.
+
+    Without it, every pushed entry would wait in memory between the gateway and the socket
+    and arrive late but complete; with it, most of the flood is dropped and reported.
+    """
+    svc = flood_limits
+    app, pushed, batch, filler = "tail-slow", 150_000, 5_000, "x" * 300
+    client = RawTailClient(svc, FLOOD_TENANT, query=f'{{app="{app}"}}', start=str(time.time_ns()))
+
+    async def push_all() -> None:
+        async with httpx.AsyncClient(timeout=60) as http:
+            for start in range(0, pushed, batch):
+                await _push(http, svc, [f"n={n} {filler}" for n in range(start, start + batch)], app=app,
+                            tenant=FLOOD_TENANT)
+
+    try:
+        time.sleep(1.0)  # the session subscribes on every ingester before the push
+        asyncio.run(push_all())
+        messages = client.drain(quiet_s=5.0)
+        received = sum(len(_lines(m)) for m in messages)
+        dropped = sum(len(m.get("dropped_entries") or []) for m in messages)
+        print(f"tail slow reader: pushed={pushed} received={received} dropped_reported={dropped}")
+        # an unbounded backlog would deliver everything late and drop nothing
+        assert received < pushed
+        assert dropped > 0
+
+        async def push_marker() -> None:
+            async with httpx.AsyncClient(timeout=60) as http:
+                await _push(http, svc, ["marker after the flood"], app=app, tenant=FLOOD_TENANT)
+
+        asyncio.run(push_marker())  # the session goes on after dropping
+        assert any("marker after the flood" in _lines(m) for m in client.drain(quiet_s=3.0))
+    finally:
+        client.close()

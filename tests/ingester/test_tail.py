@@ -142,6 +142,21 @@ def test_idle_subscriptions_expire():
     assert reg.poll("old", 0) is None and reg.poll("polled", 0) is not None
 
 
+def test_a_touched_subscription_outlives_its_slow_reader_and_records_drops():
+    now = [0.0]
+    reg = TailRegistry(TailSettings(idle_timeout_s=30, buffer_entries=2), clock=lambda: now[0])
+    reg.subscribe("acme", '{app="api"}', "slow")
+    for step in range(1, 5):  # the reader is blocked for 80 s; its session touches every 20 s
+        now[0] = step * 20.0
+        reg.offer("acme", [cols(APP, [(step, f"line {step}")])])
+        assert reg.touch("slow")
+        assert reg.expire() == 0
+    entries, dropped = reg.poll("slow", 0)
+    assert [e.line for e in entries] == ["line 1", "line 2"]
+    assert [d.ts for d in dropped] == [3, 4]
+    assert not reg.touch("unknown")
+
+
 def test_subscription_limit_and_resubscribe_with_same_id():
     reg = TailRegistry(TailSettings(max_subscriptions=1))
     reg.subscribe("acme", '{app="api"}', "s1")
