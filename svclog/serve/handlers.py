@@ -11,7 +11,7 @@ import time
 from typing import Any, Protocol
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response
 
 from svclog.frontend import params as qp
 from svclog.logql.printer import format_query

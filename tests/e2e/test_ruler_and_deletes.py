@@ -7,7 +7,6 @@ import json
 import time
 
 import httpx
-import pyarrow as pa
 import pytest
 import snappy
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import time
 
 import httpx
 import pytest

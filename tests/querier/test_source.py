@@ -1,6 +1,4 @@
-import pyarrow as pa
 
-from svclog.chunk.format import CHUNK_SCHEMA
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.logql.source import SelectRequest
 from svclog.model import Labels, Matcher, MatchType, StreamColumns

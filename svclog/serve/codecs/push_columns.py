@@ -12,7 +12,7 @@ import re
 
 import orjson
 
-from svclog.model import Labels, PushStream, StreamColumns, ValidationError
+from svclog.model import Labels, PushStream, StreamColumns
 from svclog.serve.codecs.push import _decode_content_encoding, _media_type, decode_push
 
 _TIMESTAMPS = re.compile(r"(?:-?[0-9]{1,19}\n)*-?[0-9]{1,19}")
