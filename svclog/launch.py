@@ -21,7 +21,7 @@ from svclog.actors.options import (
 from svclog.actors.querier_actor import RemoteQuerier
 from svclog.actors.ring_actor import RemoteRing
 from svclog import targets
-from svclog.config import Config
+from svclog.config import Config, replication_factor
 from svclog.serve.deployments import build_application
 from svclog.serve.runtime import clear_log_level
 
@@ -60,7 +60,7 @@ def _free_port() -> int:
 
 
 def num_ingesters(cfg: Config) -> int:
-    return max(cfg.ray.num_ingesters or 0, cfg.common.replication_factor, 1)
+    return max(cfg.ray.num_ingesters or 0, replication_factor(cfg), 1)
 
 
 def start(cfg: Config) -> dict:

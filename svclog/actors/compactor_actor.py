@@ -31,6 +31,7 @@ def compactor_settings(cfg: Config) -> CompactorSettings:
 
 class CompactorActor:
     def __init__(self, cfg: Config, *, background: bool = True):
+        apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         self.cfg = cfg
         self.compactor = Compactor(ObjectStore(object_store_uri(cfg)), compactor_settings(cfg),
                                    limits_for=lambda tenant: limits_for(cfg, tenant))

@@ -41,6 +41,7 @@ def ingester_settings(cfg: Config, instance_id: str) -> IngesterSettings:
 
 class IngesterActor:
     def __init__(self, cfg: Config, instance_id: str):
+        apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         self.cfg = cfg
         self.instance_id = instance_id
         store = ObjectStore(object_store_uri(cfg))

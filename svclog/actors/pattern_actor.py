@@ -30,6 +30,7 @@ def pattern_settings(cfg: Config) -> PatternSettings:
 
 class PatternActor:
     def __init__(self, cfg: Config):
+        apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         self.ingester = PatternIngester(pattern_settings(cfg))
         # max_concurrency > 1 keeps queries answering during a big push; the miner is not thread-safe.
         self._lock = threading.Lock()

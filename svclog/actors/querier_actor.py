@@ -11,7 +11,7 @@ from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.options import NAMESPACE
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
-from svclog.config import Config, object_store_uri
+from svclog.config import Config, object_store_uri, replication_factor
 from svclog.log_level import apply_level
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.storage.chunk_store import ChunkStore
@@ -29,8 +29,9 @@ def querier_settings(cfg: Config) -> QuerierSettings:
 
 class QuerierActor:
     def __init__(self, cfg: Config, querier_id: str | None = None):
+        apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         store = ObjectStore(object_store_uri(cfg))
-        pool = IngesterPool(RingClient(), cfg.common.replication_factor)
+        pool = IngesterPool(RingClient(), replication_factor(cfg))
         self._pullers: list[threading.Thread] = []
         # a bounded chunk cache per querier process (repeated dashboard queries hit it)
         self.querier = Querier(IndexReader(store), ChunkStore(store, cache_bytes=64 << 20), pool, querier_settings(cfg),

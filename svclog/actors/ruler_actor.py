@@ -109,6 +109,7 @@ def _remote_writer(cfg: Config) -> FanoutWriter | None:
 
 class RulerActor(RulerService):
     def __init__(self, cfg: Config, instance_id: str = "ruler-0", num_queriers: int = 1, *, background: bool = True):
+        apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         self.cfg = cfg
         self.instance_id = instance_id
         store = RuleStore(ObjectStore(rule_store_uri(cfg)))

@@ -50,6 +50,7 @@ def scheduler_options(cfg: Config) -> dict:
 
 class SchedulerActor:
     def __init__(self, cfg: Config):
+        apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         self.scheduler: Scheduler[Any] = Scheduler(scheduler_settings(cfg))
         self._work = asyncio.Condition()
         self._outcomes: dict[int, asyncio.Future] = {}

@@ -40,8 +40,5 @@ class ServeBackend:
     async def volume(self, tenants, *args):
         return _raise_if_error(await self.frontend.metadata.remote("volume", tenants, *args))
 
-    async def flush(self):
-        await asyncio.to_thread(self.ingesters.call_all, "flush")
-
     async def ingester_stats(self):
         return await asyncio.to_thread(self.ingesters.call_all, "stats")

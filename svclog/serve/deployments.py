@@ -12,9 +12,9 @@ from fastapi import FastAPI
 from starlette.responses import PlainTextResponse
 from ray import serve
 
-from svclog.actors.clients import IngesterPool, RingClient
+from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
 from svclog.actors.options import NAMESPACE, PATTERN_INGESTER_NAME, querier_name
-from svclog.config import Config, config_to_yaml, limits_for
+from svclog.config import Config, config_to_yaml, limits_for, replication_factor
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
@@ -84,9 +84,10 @@ class HostedDistributor:
     def __init__(self, cfg: Config):
         self.cfg = cfg
         ring = RingClient()
-        self.distributor = Distributor(ring=ring.get, pusher=IngesterPool(ring, cfg.common.replication_factor),
+        rf = replication_factor(cfg)
+        self.distributor = Distributor(ring=ring.get, pusher=IngesterPool(ring, rf),
                                        limits_for=lambda tenant: limits_for(cfg, tenant),
-                                       replication_factor=cfg.common.replication_factor,
+                                       replication_factor=rf, distributors=ServeReplicaCount(),
                                        tee=self._pattern_tee() if cfg.pattern_ingester.enabled else None)
 
     @staticmethod
@@ -270,7 +271,7 @@ class Gateway:
     """The HTTP entry: hosts the distributor (write path) and forwards reads to the query frontend."""
 
     def __init__(self, cfg: Config, frontend):
-        pool = IngesterPool(RingClient(), cfg.common.replication_factor)
+        pool = IngesterPool(RingClient(), replication_factor(cfg))
         components = targets.components(cfg.targets())
         distributor = HostedDistributor(cfg) if "distributor" in components else None
         runtime.configure(cfg, distributor)

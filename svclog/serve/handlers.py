@@ -34,7 +34,6 @@ class Backend(Protocol):
     async def label_names(self, tenants: list[str], start: int, end: int, query: str | None) -> list[str]: ...
     async def label_values(self, tenants: list[str], name: str, start: int, end: int,
                            query: str | None) -> list[str]: ...
-    async def flush(self) -> None: ...
     async def ingester_stats(self) -> list[dict]: ...
 
 
@@ -211,20 +210,6 @@ class Handlers:
 
     async def buildinfo(self, request: Request) -> Response:
         return _json(telemetry.build_info())
-
-    async def flush(self, request: Request) -> Response:
-        """204 when every ingester wrote its chunks; 503 naming the store error otherwise (chunks are kept)."""
-        try:
-            await self.backend.flush()
-        except SvcError as err:
-            return error_response(err)
-        except Exception as err:  # an unreachable ingester: the flush did not complete
-            log.exception("flush")
-            cause = getattr(err, "cause", None)  # a Ray task error carries the raised error as `cause`
-            if isinstance(cause, SvcError):
-                return error_response(cause)
-            return PlainTextResponse(f"flush failed: {err}\n", status_code=503)
-        return Response(status_code=204)
 
     async def config(self, request: Request) -> Response:
         mode = request.query_params.get("mode")

@@ -30,7 +30,6 @@ OTHER_ROUTES = [
     ("series", GET_POST, ["/api/legacy/series", "/api/prom/series"]),
     ("metrics", GET, ["/metrics"]),
     ("config", GET, ["/config"]),
-    ("flush", GET_POST, ["/flush"]),
 ]
 
 

@@ -17,6 +17,7 @@ import ray
 from svclog import targets
 
 from svclog.actors.clients import IngesterPool, RingClient
+from svclog.config import replication_factor
 from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RULER_NAME
 from svclog.log_level import LevelFollower, apply_level
 from svclog.serve.errors import ErrorReply
@@ -115,7 +116,7 @@ async def query_logs(tenants: list[str], request: Any) -> dict:
 def ingester_pool() -> Any:
     """This replica's IngesterPool (ring snapshot + ingester actor handles), made on first use."""
     if "ingester_pool" not in _state:
-        _state["ingester_pool"] = IngesterPool(RingClient(), config().common.replication_factor)
+        _state["ingester_pool"] = IngesterPool(RingClient(), replication_factor(config()))
     return _state["ingester_pool"]
 
 

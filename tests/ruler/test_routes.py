@@ -186,7 +186,7 @@ def test_compat_merges_the_rulers_a_ruler_names(rule_store):
         services[member] = RulerService(api, ruler, peers=lambda: [Handle(s) for s in services.values()])
 
     async def scenario():
-        app = add_ruler_routes(FastAPI(), lambda: Handle(services["r0"]), True)
+        app = add_ruler_routes(FastAPI(), lambda: Handle(services["r0"]), True, api_enabled=True)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc") as c:
             for i in range(12):
                 body = ALERT_BODY.replace("api-errors", f"g{i}")
@@ -222,6 +222,7 @@ def test_api_follows_the_gateway_config(service, monkeypatch):
     from svclog.config import load_config
     from svclog.serve import ruler_routes, runtime
 
+    monkeypatch.setattr(runtime, "_state", {})
     assert ruler_routes.configured_api_enabled()  # no config yet: a bare app
     monkeypatch.setattr(runtime, "_state", {"cfg": load_config(None, [])})
     assert not ruler_routes.configured_api_enabled()  # off by default
