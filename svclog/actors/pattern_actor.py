@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 import ray
 
@@ -17,6 +18,7 @@ from svclog.model import Matcher, StreamColumns
 from svclog.pattern import DrainSettings, PatternIngester, PatternSettings
 
 log = logging.getLogger(__name__)
+_LOG_EVERY_S = 60.0
 
 def pattern_settings(cfg: Config) -> PatternSettings:
     pi = cfg.pattern_ingester
@@ -36,6 +38,9 @@ class PatternActor:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._period_s = max(1.0, cfg.pattern_ingester.flush_check_period / 1e9)
+        self.failed_batches = 0
+        self._failures_unlogged = 0
+        self._logged_at: float | None = None
         threading.Thread(target=self._background, name="pattern-prune", daemon=True).start()
 
     def _background(self) -> None:
@@ -59,8 +64,26 @@ class PatternActor:
             return self.ingester.push(tenant, streams, weight)
 
     def push_batches(self, batches: list[tuple[str, list[StreamColumns], int]]) -> int:
+        """The tee's flush. Nobody awaits this call, so a batch that fails is logged (at most
+        once a minute) and skipped here: it must not cost the other tenants their batches."""
+        counted = 0
         with self._lock:
-            return sum(self.ingester.push(tenant, streams, weight) for tenant, streams, weight in batches)
+            for tenant, streams, weight in batches:
+                try:
+                    counted += self.ingester.push(tenant, streams, weight)
+                except Exception as err:  # noqa: BLE001 - logged by _report_failure
+                    self._report_failure(tenant, err)
+        return counted
+
+    def _report_failure(self, tenant: str, err: Exception) -> None:
+        self.failed_batches += 1
+        self._failures_unlogged += 1
+        now = time.monotonic()
+        if self._logged_at is not None and now - self._logged_at < _LOG_EVERY_S:
+            return
+        log.error("pattern ingester: %d teed batch(es) failed since the last report (latest of tenant %s)",
+                  self._failures_unlogged, tenant, exc_info=err)
+        self._logged_at, self._failures_unlogged = now, 0
 
     def patterns(self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int,
                  step_ns: int = 0) -> list[dict]:
@@ -69,7 +92,7 @@ class PatternActor:
 
     def stats(self) -> dict:
         with self._lock:
-            return self.ingester.stats()
+            return {**self.ingester.stats(), "failed_batches": self.failed_batches}
 
 
 RemotePatternIngester = ray.remote(PatternActor)

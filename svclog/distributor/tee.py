@@ -4,10 +4,12 @@ Pattern mining costs far more per line than ingestion, so the distributor sends 
 `max_lines_per_second` lines per tenant: above that rate it keeps every k-th line of each
 stream and sends it with weight k, so pattern counts stay estimates of the real counts.
 Copies are buffered (bounded) and handed to `sink` in one call per flush, never blocking
-a push; what does not fit is dropped and counted.
+a push; what does not fit is dropped and counted, as is a batch the sink fails on (logged
+at most once a minute).
 """
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -15,7 +17,10 @@ from collections.abc import Callable
 
 from svclog.model import StreamColumns
 
+log = logging.getLogger(__name__)
+
 Batch = tuple[str, list[StreamColumns], int]
+_LOG_EVERY_S = 60.0
 
 
 class SampledTee:
@@ -26,6 +31,9 @@ class SampledTee:
         self.max_buffered = max_buffered_lines
         self.clock = clock
         self.dropped_lines = 0
+        self.failed_flushes = 0
+        self._failures_unlogged = 0
+        self._logged_at: float | None = None
         self._buffer: list[Batch] = []
         self._buffered = 0
         self._seen: dict[str, tuple[int, int, int]] = {}  # tenant -> (second, lines this second, last second)
@@ -58,7 +66,12 @@ class SampledTee:
         with self._lock:
             batches, self._buffer, self._buffered = self._buffer, [], 0
         if batches:
-            self.sink(batches)
+            try:
+                self.sink(batches)
+            except Exception:
+                with self._lock:
+                    self.dropped_lines += sum(len(s) * weight for _, streams, weight in batches for s in streams)
+                raise
         return len(batches)
 
     def run_forever(self, interval: float = 0.5, stop: threading.Event | None = None) -> None:
@@ -66,5 +79,17 @@ class SampledTee:
         while not stop.wait(interval):
             try:
                 self.flush()
-            except Exception:  # the pattern ingester may be restarting: drop this batch
-                pass
+            except Exception as err:  # noqa: BLE001 - the ingester may be restarting: batch lost, logged
+                self._report_failure(err)
+
+    def _report_failure(self, err: Exception) -> None:
+        """Count a failed flush; log it unless one was logged within the last minute."""
+        self.failed_flushes += 1
+        self._failures_unlogged += 1
+        now = self.clock()
+        if self._logged_at is not None and now - self._logged_at < _LOG_EVERY_S:
+            return
+        log.warning("pattern tee: %d flush(es) failed since the last report, their lines dropped "
+                    "(%d dropped in all): %r", self._failures_unlogged, self.dropped_lines, err,
+                    exc_info=err)
+        self._logged_at, self._failures_unlogged = now, 0

@@ -6,8 +6,10 @@ word holding a digit, or one arriving at a full node, takes the wildcard branch)
 a leaf holds clusters. A line joins the most similar cluster of its leaf when the share
 of template words it equals reaches `similarity`; the differing words of that cluster
 become variables. Otherwise it starts a new cluster. Clusters are evicted least
-recently used beyond `max_clusters`. Templates only ever generalise (a literal becomes
-a variable, never back), so a cluster's current pattern matches every line it counted.
+recently used beyond `max_clusters`. A line without words (`}`, `***`) joins only lines
+of identical text, so its pattern is the line itself (stream.py skips such lines).
+Templates only ever generalise (a literal becomes a variable, never back), so a
+cluster's current pattern matches every line it counted.
 """
 from __future__ import annotations
 
@@ -47,7 +49,12 @@ class Cluster:
         return self._pattern
 
     def score(self, words: tuple[str, ...]) -> tuple[float, int]:
-        """(share of words equal to the template's literals, number of variables)."""
+        """(share of words equal to the template's literals, number of variables).
+
+        A line without words shares its leaf only with the lines of identical text (the
+        tree's first level is the separators), so it is fully similar to their cluster."""
+        if not words:
+            return 1.0, 0
         same = variables = 0
         for mine, theirs in zip(self.words, words):
             if mine is None:

@@ -33,19 +33,22 @@ class StreamMiner:
         self._pruned_at = 0
 
     def push(self, ts: list[int], lines: list[str], now_ns: int, weight: int = 1) -> int:
-        """Mine the lines; return how many were counted (too long, empty or expired ones are not).
+        """Mine the lines; return how many were counted (too long, wordless or expired ones are not).
 
         `weight`: how many real lines each given line stands for (the distributor samples).
+        Lines without a word (empty, `}`, `***`) are skipped as the reference skips lines of
+        too few tokens: they carry no message to find a pattern in.
         """
         self.last_push_ns = now_ns
         settings = self.settings
         counted = 0
         for t, line in zip(ts, lines):
-            if not line or len(line) > settings.max_line_length or (
+            tokens = None if len(line) > settings.max_line_length else tokenize(line)
+            if tokens is None or not tokens.words or (
                     self.newest_ns is not None and t <= self.newest_ns - settings.retain_for_ns):
                 self.skipped_lines += 1
                 continue
-            cluster = self.drain.train(tokenize(line))
+            cluster = self.drain.train(tokens)
             if cluster.samples is None:
                 cluster.samples = Samples(settings.sample_interval_ns)
             cluster.samples.add(t, weight)

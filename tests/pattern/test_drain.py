@@ -82,3 +82,11 @@ def test_fallback_matcher_agrees_with_reference_semantics():
     assert _fallback("foo <_>", "foo bar baz")
     assert not _fallback("<_> bar <_>", " bar ")
     assert _fallback("<_>bar<_>", " bar ")
+
+
+def test_lines_without_words_cluster_by_their_text():
+    lines = ["}", "***", "{}", "   ", "}", "order 1 placed", "order 2 placed", "***"]
+    drain, counted = mine(lines)
+    assert sorted((c.pattern, c.size) for c in drain.clusters()) == [
+        ("   ", 1), ("***", 2), ("order <_> placed", 2), ("{}", 1), ("}", 2)]
+    assert_patterns_match(drain, counted)

@@ -88,6 +88,16 @@ def test_long_and_empty_lines_are_skipped():
     assert ing.stats()["skipped_lines"] == 2
 
 
+def test_wordless_lines_are_skipped_without_losing_the_push():
+    ing = PatternIngester()
+    lines = ["}", "***", "{}", "   ", "job 1 done", "job 2 done"]
+    counted = ing.push("t", [stream({"app": "a"}, [(T0, line) for line in lines])])
+    assert counted == 2
+    assert ing.stats()["skipped_lines"] == 4
+    out = ing.patterns("t", [eq("app", "a")], T0, T0 + NS, 0)
+    assert [(p["pattern"], p["samples"][0][1]) for p in out] == [("job <_> done", 2)]
+
+
 def test_patterns_per_stream_are_limited():
     ing = PatternIngester(PatternSettings(drain=DrainSettings(max_clusters=5, similarity=0.9)))
     ing.push("t", [stream({"app": "a"}, [(T0 + i, f"event{i} at node{i}") for i in range(50)])])
