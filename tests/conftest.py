@@ -85,6 +85,7 @@ def svc(tmp_path_factory, receiver):
         f"-ruler.remote-write.client.url={receiver.url}/api/v1/write", "-compactor.retention-enabled=true",
         "-compactor.compaction-interval=2s", "-compactor.delete-request-cancel-period=1s",
         "-compactor.retention-delete-delay=5s", "-ray.num-rulers=2",  # sweeps within a test; sharded rulers
+        "-pattern-ingester.enabled=true",  # push -> tee -> pattern actor -> /patterns (e2e/test_patterns.py)
     ])
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     handles = topology.start(cfg)

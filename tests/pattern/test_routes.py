@@ -96,6 +96,18 @@ def test_disabled_pattern_ingester_answers_404():
     assert "pattern_ingester.enabled" in resp.text
 
 
+def test_the_gateway_has_no_pattern_actor_when_disabled(monkeypatch):
+    from svclog.config import load_config
+    from svclog.serve import runtime
+
+    monkeypatch.setattr(runtime, "_state", {})
+    runtime.configure(load_config(None, []), distributor=None)
+    assert runtime.pattern_actor() is None  # so the route above answers 404, never touching Ray
+    app = add_pattern_routes(FastAPI(), runtime.pattern_actor, True)
+    resp = call(app, "/svc/api/v1/patterns", {"query": '{app="api"}'}, {"X-Scope-OrgID": "acme"})
+    assert resp.status_code == 404
+
+
 def test_conformance_cases(actor):
     cases = sorted(CASES.glob("*.json"))
     if not cases:
