@@ -14,7 +14,10 @@ import pyarrow.compute as pc
 
 from svclog.logql.engine.json_codec import format_value
 from svclog.logql.source import SelectRequest
-from svclog.model import NS, Labels, Matcher, ValidationError
+from svclog.model import NS, Labels, LimitError, Matcher, ValidationError
+
+MAX_STEPS = 11_001  # query_range's 11,000 points, both ends counted
+MAX_SERIES_HIT = "the query hit the max number of series limit (limit: {} series)"
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,21 @@ def validate_aggregate_by(value: str | None) -> str:
     return value
 
 
+def volume_fetch_limit(limit: int, max_series: int) -> int:
+    """The series count to ask the querier for: one past `volume_max_series` shows it was hit."""
+    return max(limit, max_series + 1)
+
+
+def cap_volume_series(data: dict, limit: int, max_series: int) -> dict:
+    """Enforce `volume_max_series` on an answer fetched with volume_fetch_limit, then cut to `limit`.
+
+    As the reference, more matching series than the tenant's maximum is an error, not a cut."""
+    result = data.get("result", [])
+    if len(result) > max_series:
+        raise LimitError(MAX_SERIES_HIT.format(max_series))
+    return {**data, "result": result[:limit]}
+
+
 def _group_keys(labels: Labels, req: VolumeRequest) -> list[Labels]:
     if req.aggregate_by == "labels":
         names = req.target_labels or tuple(labels.names())
@@ -47,7 +65,12 @@ def volumes(source, req: VolumeRequest) -> dict:
     """The `data` object of index/volume (vector) or index/volume_range (matrix)."""
     steps = None
     if req.step is not None:
+        if req.step <= 0 or req.end < req.start:
+            raise ValidationError("volume_range needs a positive step and end >= start")
         first = req.start - req.start % req.step
+        if (req.end - first) // req.step + 1 > MAX_STEPS:  # checked before allocating the steps
+            raise ValidationError("exceeded maximum resolution of 11,000 points per timeseries. "
+                                  "Try increasing the value of the step parameter")
         steps = np.arange(first, req.end + 1, req.step, dtype=np.int64)
     totals: dict[Labels, float] = {}
     series: dict[Labels, np.ndarray] = {}

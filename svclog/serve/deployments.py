@@ -283,7 +283,7 @@ class Gateway:
             multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
             max_body_bytes=cfg.server.max_request_body_bytes,
             config_yaml=lambda mode: config_to_yaml(cfg, mode),
-            volume_enabled=cfg.limits_config.volume_enabled,
+            limits_for=lambda tenant: limits_for(cfg, tenant),  # volume_enabled / volume_max_series per tenant
         ))
 
 

@@ -8,19 +8,22 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from svclog.config.limits import LimitsConfig
 from svclog.frontend import params as qp
 from svclog.logql.printer import format_query
 from svclog.model import NotFoundError, SvcError, ValidationError, parse_tenants, single_tenant
-from svclog.querier.volume import validate_aggregate_by
+from svclog.querier.volume import cap_volume_series, validate_aggregate_by, volume_fetch_limit
 from svclog.scheduler.actor_path import actor_path_from_headers
 from svclog.serve.codecs.parquet import to_parquet, wants_parquet
 from svclog.serve.errors import BodyTooLarge, error_response
-from svclog.serve.legacy import legacy_query_body
+from svclog.serve.legacy import legacy_query_body, legacy_values_body
 from svclog.serve.request_params import read_params
 from svclog.serve import telemetry
 
@@ -45,13 +48,15 @@ def _json(data: Any, status: int = 200) -> Response:
 class Handlers:
     def __init__(self, backend: Backend, *, auth_enabled: bool, multi_tenant_queries: bool,
                  max_body_bytes: int, config_yaml: Any = None,
-                 volume_enabled: bool = True):
+                 volume_enabled: bool = True, limits_for: Callable[[str], LimitsConfig] | None = None):
         self.backend = backend
         self.auth_enabled = auth_enabled
         self.multi_tenant_queries = multi_tenant_queries
         self.max_body_bytes = max_body_bytes
         self.config_yaml = config_yaml  # callable(mode) -> str
-        self.volume_enabled = volume_enabled
+        # per-tenant limits (runtime overrides); without them one global volume_enabled switch
+        fixed = replace(LimitsConfig(), volume_enabled=volume_enabled)
+        self.limits_for = limits_for or (lambda tenant: fixed)
 
     # ------------------------------------------------------------ tenants
 
@@ -115,23 +120,35 @@ class Handlers:
             return error_response(err)
 
     async def labels(self, request: Request) -> Response:
+        return await self._labels(request, legacy=False)
+
+    async def legacy_labels(self, request: Request) -> Response:
+        return await self._labels(request, legacy=True)
+
+    async def label_values(self, request: Request) -> Response:
+        return await self._label_values(request, legacy=False)
+
+    async def legacy_label_values(self, request: Request) -> Response:
+        return await self._label_values(request, legacy=True)
+
+    async def _labels(self, request: Request, *, legacy: bool) -> Response:
         try:
             tenants = self._query_tenants(request)
             params = await read_params(request)
             start, end = qp.labels_range(_first_values(params))
             names = await self.backend.label_names(tenants, start, end, params.get("query") or None)
-            return _json({"status": "success", "data": names})
+            return _json(legacy_values_body(names) if legacy else {"status": "success", "data": names})
         except SvcError as err:
             return error_response(err)
 
-    async def label_values(self, request: Request) -> Response:
+    async def _label_values(self, request: Request, *, legacy: bool) -> Response:
         try:
             tenants = self._query_tenants(request)
             params = await read_params(request)
             start, end = qp.labels_range(_first_values(params))
             name = request.path_params["name"]
             values = await self.backend.label_values(tenants, name, start, end, params.get("query") or None)
-            return _json({"status": "success", "data": values})
+            return _json(legacy_values_body(values) if legacy else {"status": "success", "data": values})
         except SvcError as err:
             return error_response(err)
 
@@ -156,6 +173,7 @@ class Handlers:
             if not query:
                 raise ValidationError("query parameter is required: a stream selector")
             start, end = qp.labels_range(_first_values(params))
+            _check_order(start, end)
             return _json(await self.backend.index_stats(tenants, query, start, end))
         except SvcError as err:
             return error_response(err)
@@ -168,22 +186,26 @@ class Handlers:
 
     async def _volume(self, request: Request, *, ranged: bool) -> Response:
         try:
-            if not self.volume_enabled:
-                raise NotFoundError("volume is not enabled: set limits_config.volume_enabled: true")
             tenants = self._query_tenants(request)
+            limits = [self.limits_for(tenant) for tenant in tenants]
+            disabled = [tenant for tenant, tenant_limits in zip(tenants, limits) if not tenant_limits.volume_enabled]
+            if disabled:
+                raise NotFoundError(f"volume is not enabled for tenant {disabled[0]!r}: "
+                                    "set limits_config.volume_enabled: true (or a per-tenant override)")
             params = await read_params(request)
             form = _first_values(params)
             query = form.get("query")
             if not query:
                 raise ValidationError("query parameter is required: a stream selector")
             start, end = qp.time_range(form, qp.HOUR)
-            step = None
-            if ranged:
-                step = qp.parse_step_param(form.get("step")) if form.get("step") else qp.default_step(start, end)
+            _check_order(start, end)
+            step = _volume_step(form, start, end) if ranged else None
             targets = tuple(t.strip() for t in (form.get("targetLabels") or "").split(",") if t.strip())
-            data = await self.backend.volume(tenants, query, start, end, qp.limit_param(form), targets,
-                                             validate_aggregate_by(form.get("aggregateBy")), step)
-            return _json({"status": "success", "data": data})
+            limit = qp.limit_param(form)
+            max_series = min(tenant_limits.volume_max_series for tenant_limits in limits)
+            data = await self.backend.volume(tenants, query, start, end, volume_fetch_limit(limit, max_series),
+                                             targets, validate_aggregate_by(form.get("aggregateBy")), step)
+            return _json({"status": "success", "data": cap_volume_series(data, limit, max_series)})
         except SvcError as err:
             return error_response(err)
 
@@ -222,6 +244,20 @@ class Handlers:
 
 def _first_values(params) -> dict[str, str]:
     return {k: v for k, v in reversed(params.pairs)}
+
+
+def _check_order(start: int, end: int) -> None:
+    if end < start:
+        raise ValidationError("end timestamp must not be before or equal to start time")
+
+
+def _volume_step(form: dict[str, str], start: int, end: int) -> int:
+    """volume_range's step, bounded like query_range's: positive, at most 11,000 points."""
+    step = qp.parse_step_param(form["step"]) if form.get("step") else qp.default_step(start, end)
+    if (end - start) / step > qp.MAX_POINTS:
+        raise ValidationError("exceeded maximum resolution of 11,000 points per timeseries. "
+                              "Try increasing the value of the step parameter")
+    return step
 
 
 async def _read_capped(request: Request, cap: int) -> bytes:

@@ -25,8 +25,8 @@ API_ROUTES = [
 OTHER_ROUTES = [
     ("push", POST, ["/api/legacy/push", "/api/prom/push"]),
     ("legacy_query", GET_POST, ["/api/legacy/query", "/api/prom/query"]),
-    ("labels", GET_POST, ["/api/legacy/label", "/api/prom/label"]),
-    ("label_values", GET_POST, ["/api/legacy/label/{name}/values", "/api/prom/label/{name}/values"]),
+    ("legacy_labels", GET_POST, ["/api/legacy/label", "/api/prom/label"]),
+    ("legacy_label_values", GET_POST, ["/api/legacy/label/{name}/values", "/api/prom/label/{name}/values"]),
     ("series", GET_POST, ["/api/legacy/series", "/api/prom/series"]),
     ("metrics", GET, ["/metrics"]),
     ("config", GET, ["/config"]),

@@ -31,14 +31,16 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from svclog.config import limits_for
 from svclog.frontend.params import range_request
-from svclog.ingester.tail import MergeSettings, PollResult, TailEntry, TailMerger, tail_message
+from svclog.ingester.tail import DroppedEntry, MergeSettings, PollResult, TailEntry, TailMerger, tail_message
 from svclog.logql.parser import parse_log_query
 from svclog.model import NS, Labels, LimitError, SvcError, ValidationError, now_ns, parse_timestamp, single_tenant
 from svclog.serve.errors import error_response
+from svclog.serve.legacy import legacy_tail_message
 
 log = logging.getLogger("svclog")
 
-TAIL_PATHS = ("/svc/api/v1/tail", "/loki/api/v1/tail", "/api/legacy/tail", "/api/prom/tail")
+LEGACY_TAIL_PATHS = ("/api/legacy/tail", "/api/prom/tail")  # answered in the legacy message shape
+TAIL_PATHS = ("/svc/api/v1/tail", "/loki/api/v1/tail", *LEGACY_TAIL_PATHS)
 MAX_DELAY_FOR_S = 5
 DEFAULT_LIMIT = 100
 POLL_WAIT_S = 2.0  # an idle long-poll returns after this long (entries end it at once)
@@ -49,6 +51,7 @@ RETRY_S = 1.0  # pause before re-subscribing to an ingester that failed or resta
 NEEDS_UPGRADE = "bad request: the tail endpoint speaks WebSocket only (send Connection: Upgrade, Upgrade: websocket)"
 
 Query = Callable[[list[str], Any], Awaitable[dict]]
+Encode = Callable[[list[TailEntry], list[DroppedEntry]], dict]
 _active: dict[str, int] = {}  # open tails per tenant in this gateway replica
 
 
@@ -111,8 +114,9 @@ class IngesterTail:
 
 
 class TailSession:
-    def __init__(self, request: TailRequest, ingesters: Any, query: Query):
+    def __init__(self, request: TailRequest, ingesters: Any, query: Query, encode: Encode = tail_message):
         self.request = request
+        self.encode = encode  # the message shape: v1, or legacy on the deprecated paths
         self.pool = ingesters  # IngesterPool: ring snapshot and actor handles
         self.query = query
         self.sub_id = uuid.uuid4().hex
@@ -207,7 +211,7 @@ class TailSession:
                     self.merger.add(*self.queue.get_nowait())
             entries, dropped = self.merger.release()
             if entries or dropped:
-                await websocket.send_text(_dumps(tail_message(entries, dropped)))
+                await websocket.send_text(_dumps(self.encode(entries, dropped)))
 
     async def watch_ring(self) -> None:
         while True:
@@ -286,7 +290,9 @@ class TailRoutes:
         _active[request.tenant] = count
         session: TailSession | None = None
         try:
-            session = TailSession(request, self.ingesters(), self.query)
+            legacy = websocket.scope["path"].endswith(LEGACY_TAIL_PATHS)
+            session = TailSession(request, self.ingesters(), self.query,
+                                  legacy_tail_message if legacy else tail_message)
             await self._serve(websocket, session, cfg.querier.tail_max_duration / NS)
         finally:
             _active[request.tenant] = _active.get(request.tenant, 1) - 1
@@ -302,7 +308,7 @@ class TailRoutes:
         try:
             await websocket.accept()
             if replayed:
-                await websocket.send_text(_dumps(tail_message(replayed, [])))
+                await websocket.send_text(_dumps(session.encode(replayed, [])))
         except (WebSocketDisconnect, RuntimeError, OSError):  # the client left already
             return
         tasks = [asyncio.ensure_future(c) for c in (session.send_loop(websocket), session.watch_ring(),
