@@ -9,9 +9,17 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
+from svclog.config import limits_for as config_limits_for
+from svclog.config.limits import LimitsConfig
 from svclog.model import NotFoundError, PushStream, SvcError, single_tenant
-from svclog.serve import telemetry
-from svclog.serve.codecs.otlp import decode_otlp_logs, encode_export_response
+from svclog.serve import runtime, telemetry
+from svclog.serve.codecs.otlp import (
+    DEFAULT_INDEX_LABELS,
+    OtlpRules,
+    decode_otlp_logs,
+    encode_export_response,
+    otlp_rules,
+)
 from svclog.serve.codecs.push import _media_type
 from svclog.serve.errors import ErrorReply, error_response
 from svclog.serve.handlers import _read_capped
@@ -24,12 +32,42 @@ WRONG_PATH_MESSAGE = (
 )
 
 Push = Callable[[str, list[PushStream]], Awaitable[Any]]
+# tenant -> (its otlp_config rules, its discover_service_name list)
+TenantOtlp = Callable[[str], tuple[OtlpRules, tuple[str, ...]]]
+
+
+class OtlpConfigError(SvcError):
+    """The tenant's `limits_config.otlp_config` is malformed: the operator's error, not the client's."""
+
+    status = 500
+
+
+def rules_for(limits: LimitsConfig, default_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS
+              ) -> tuple[OtlpRules, tuple[str, ...]]:
+    try:
+        rules = otlp_rules(limits.otlp_config, default_index_labels)
+    except (ValueError, TypeError) as err:
+        raise OtlpConfigError(f"invalid limits_config.otlp_config: {err}") from None
+    return rules, tuple(limits.discover_service_name)
+
+
+def runtime_tenant_otlp(tenant: str) -> tuple[OtlpRules, tuple[str, ...]]:
+    """The started service's per-tenant settings (defaults before it is configured, as in tests)."""
+    try:
+        cfg = runtime.config()
+    except KeyError:
+        return rules_for(LimitsConfig())
+    defaults = cfg.distributor.otlp_config.get("default_resource_attributes_as_index_labels")
+    return rules_for(config_limits_for(cfg, tenant),
+                     DEFAULT_INDEX_LABELS if defaults is None else tuple(defaults))
 
 
 def add_otlp_routes(app: FastAPI, push: Push, auth_enabled: bool | Callable[[], bool],
                     max_body_bytes: int | Callable[[], int],
-                    max_decompressed_bytes: int | Callable[[], int]) -> FastAPI:
-    """Settings may be callables, read per request (they are known only once the service starts)."""
+                    max_decompressed_bytes: int | Callable[[], int],
+                    tenant_otlp: TenantOtlp = runtime_tenant_otlp) -> FastAPI:
+    """Settings may be callables, read per request (they are known only once the service starts);
+    `tenant_otlp(tenant)` gives the tenant's otlp_config rules and service-name discovery list."""
 
     def setting(value):
         return value() if callable(value) else value
@@ -41,10 +79,12 @@ def add_otlp_routes(app: FastAPI, push: Push, auth_enabled: bool | Callable[[], 
             tenant = single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=setting(auth_enabled))
             body = await _read_capped(request, setting(max_body_bytes))
             content_type = request.headers.get("content-type")
+            rules, discover = tenant_otlp(tenant)
             # Decoding is CPU-bound; keep it off the event loop.
             streams = await asyncio.to_thread(
                 decode_otlp_logs, body, content_type, request.headers.get("content-encoding"),
-                max_decompressed_bytes=setting(max_decompressed_bytes),
+                max_decompressed_bytes=setting(max_decompressed_bytes), rules=rules,
+                discover_service_name=discover,
             )
             outcome = await push(tenant, streams)
             if isinstance(outcome, ErrorReply):

@@ -1,9 +1,10 @@
 """Decode OTLP/HTTP log exports (protobuf or OTLP/JSON, optionally gzip) into push streams.
 
 The mapping follows the reference's native OTLP ingestion: resource attributes
-named in `index_label_attributes` become index labels, every other resource,
+named in the default index-label list become index labels, every other resource,
 scope and log attribute becomes structured metadata, names sanitised to label
-syntax (`service.name` -> `service_name`). As with decode_push, any malformed
+syntax (`service.name` -> `service_name`). A tenant's `otlp_config` (OtlpRules)
+adds rules that index, keep as metadata or drop attributes by name or regex. As with decode_push, any malformed
 input raises ValidationError and nothing else; semantic checks (limits,
 timestamps) stay in svclog.distributor.validate.
 """
@@ -14,7 +15,8 @@ import json
 import math
 import re
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -74,6 +76,91 @@ _MAX_NESTING = 100  # protobuf's own recursion limit for nested AnyValues
 
 Pairs = tuple[tuple[str, str], ...]
 
+INDEX_LABEL, STRUCTURED_METADATA, DROP = "index_label", "structured_metadata", "drop"
+
+
+# ---------------------------------------------------------------- per-tenant otlp_config
+
+@dataclass(frozen=True)
+class AttributeRule:
+    """One `attributes_config` entry: an action for attributes named in `attributes` or matching `regex`."""
+
+    action: str
+    attributes: frozenset[str] = frozenset()
+    regex: re.Pattern | None = None
+
+    def matches(self, name: str) -> bool:
+        return name in self.attributes or (self.regex is not None and self.regex.fullmatch(name) is not None)
+
+
+@dataclass(frozen=True)
+class OtlpRules:
+    """`limits_config.otlp_config`, parsed: the first matching rule decides, else structured metadata."""
+
+    resource: tuple[AttributeRule, ...] = (AttributeRule(INDEX_LABEL, frozenset(DEFAULT_INDEX_LABELS)),)
+    scope: tuple[AttributeRule, ...] = ()
+    log: tuple[AttributeRule, ...] = ()
+
+
+def action_for(rules: tuple[AttributeRule, ...], name: str) -> str:
+    # Matched on the raw OTLP key (`service.name`), before it is sanitised, as the reference does.
+    return next((rule.action for rule in rules if rule.matches(name)), STRUCTURED_METADATA)
+
+
+def otlp_rules(config: Mapping[str, Any] | None,
+               default_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS) -> OtlpRules:
+    """Parse an `otlp_config` block (raises ValueError or TypeError when malformed).
+
+    Unless `resource_attributes.ignore_defaults`, the default index labels come first, so a
+    tenant rule adds to them rather than overriding them; `index_label` is resource-only."""
+    config = config or {}
+    _known_keys(config, ("resource_attributes", "scope_attributes", "log_attributes", "severity_text_as_label"),
+                "otlp_config")
+    resource = config.get("resource_attributes") or {}
+    _known_keys(resource, ("ignore_defaults", "attributes_config"), "otlp_config.resource_attributes")
+    defaults = () if resource.get("ignore_defaults") or not default_index_labels else (
+        AttributeRule(INDEX_LABEL, frozenset(default_index_labels)),)
+    return OtlpRules(
+        resource=defaults + _rules(resource.get("attributes_config"), "resource_attributes", index_ok=True),
+        scope=_rules(config.get("scope_attributes"), "scope_attributes", index_ok=False),
+        log=_rules(config.get("log_attributes"), "log_attributes", index_ok=False),
+    )
+
+
+def _rules(entries: Any, where: str, *, index_ok: bool) -> tuple[AttributeRule, ...]:
+    if entries is None:
+        return ()
+    if not isinstance(entries, list):
+        raise TypeError(f"otlp_config.{where}: expected a list of attribute rules")
+    rules = []
+    for entry in entries:
+        if not isinstance(entry, Mapping):
+            raise TypeError(f"otlp_config.{where}: expected a mapping per rule")
+        _known_keys(entry, ("action", "attributes", "regex"), f"otlp_config.{where}")
+        action = entry.get("action")
+        if action not in (INDEX_LABEL, STRUCTURED_METADATA, DROP):
+            raise ValueError(f"otlp_config.{where}: invalid action {action!r}: "
+                             "use index_label, structured_metadata or drop")
+        if action == INDEX_LABEL and not index_ok:
+            raise ValueError(f"otlp_config.{where}: {INDEX_LABEL} action is only supported for resource_attributes")
+        names, pattern = entry.get("attributes") or [], entry.get("regex")
+        if not names and not pattern:
+            raise ValueError(f"otlp_config.{where}: a rule needs attributes or regex")
+        try:
+            regex = re.compile(str(pattern)) if pattern else None
+        except re.error as err:
+            raise ValueError(f"otlp_config.{where}: invalid regex {pattern!r}: {err}") from None
+        rules.append(AttributeRule(action, frozenset(str(name) for name in names), regex))
+    return tuple(rules)
+
+
+def _known_keys(block: Any, keys: tuple[str, ...], where: str) -> None:
+    if not isinstance(block, Mapping):
+        raise TypeError(f"{where}: expected a mapping")
+    unknown = sorted(set(block) - set(keys))
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}")
+
 
 # ---------------------------------------------------------------- decoding
 
@@ -85,9 +172,13 @@ def decode_otlp_logs(
     max_decompressed_bytes: int,
     index_label_attributes: tuple[str, ...] = DEFAULT_INDEX_LABELS,
     discover_service_name: tuple[str, ...] = DEFAULT_SERVICE_NAME_LABELS,
+    rules: OtlpRules | None = None,
     now: int | None = None,
 ) -> list[PushStream]:
     """Decode an ExportLogsServiceRequest body into streams grouped by their index labels.
+
+    `rules` is the tenant's parsed `otlp_config`; without it `index_label_attributes` are
+    the resource attributes indexed and everything else is structured metadata.
 
     `discover_service_name` is the tenant's service-name discovery list: when a resource has
     no `service.name`, the first index label named in it supplies `service_name`, else
@@ -96,7 +187,9 @@ def decode_otlp_logs(
     """
     try:
         request = parse_export_request(body, content_type, content_encoding, max_decompressed_bytes)
-        mapper = _Mapper(frozenset(index_label_attributes), discover_service_name, now)
+        if rules is None:
+            rules = OtlpRules(resource=(AttributeRule(INDEX_LABEL, frozenset(index_label_attributes)),))
+        mapper = _Mapper(rules, discover_service_name, now)
         return mapper.map_request(request)
     except ValidationError:
         raise
@@ -179,8 +272,8 @@ def _scrub_surrogates(value: Any) -> Any:
 class _Mapper:
     """Turns one parsed request into streams; holds the per-request settings."""
 
-    def __init__(self, index_attributes: frozenset[str], discover: tuple[str, ...], now: int | None):
-        self.index_attributes = index_attributes
+    def __init__(self, rules: OtlpRules, discover: tuple[str, ...], now: int | None):
+        self.rules = rules
         self.discover = discover
         self.now = now
         self.streams: dict[Labels, PushStream] = {}
@@ -190,7 +283,7 @@ class _Mapper:
             labels, resource_metadata = self._resource(resource_logs.resource.attributes)
             stream = self.streams.get(labels)
             for scope_logs in resource_logs.scope_logs:
-                scope_metadata = _scope_metadata(scope_logs.scope)
+                scope_metadata = _scope_metadata(scope_logs.scope, self.rules.scope)
                 for record in scope_logs.log_records:
                     if stream is None:
                         stream = self.streams[labels] = PushStream(labels, [])
@@ -203,22 +296,25 @@ class _Mapper:
         has_service_name = False
         discovered: str | None = None
         for attribute in attributes:
+            if attribute.key == SERVICE_NAME_ATTRIBUTE and any_value_string(attribute.value) != "":
+                has_service_name = True  # even when dropped or kept as metadata, as the reference
+            action = action_for(self.rules.resource, attribute.key)
+            if action == DROP:
+                continue
             pairs = attribute_pairs(attribute.key, attribute.value)
-            if attribute.key in self.index_attributes:
+            if action == INDEX_LABEL:
                 labels.update(pairs)
                 if discovered is None:
                     # Like the reference: the first index label (in wire order) on the discovery list.
                     discovered = next((value for name, value in pairs if value and name in self.discover), None)
             else:
                 metadata.extend(pairs)
-            if attribute.key == SERVICE_NAME_ATTRIBUTE and any_value_string(attribute.value) != "":
-                has_service_name = True
         if not has_service_name and self.discover:
             labels[SERVICE_NAME_LABEL] = discovered or UNKNOWN_SERVICE
         return Labels(labels.items()), tuple(metadata)
 
     def _entry(self, record: LogRecord, shared_metadata: Pairs) -> Entry:
-        metadata = [pair for attribute in record.attributes for pair in attribute_pairs(attribute.key, attribute.value)]
+        metadata = _kept_pairs(record.attributes, self.rules.log)
         ts = record.time_unix_nano or record.observed_time_unix_nano
         if record.time_unix_nano and record.observed_time_unix_nano:
             metadata.append(("observed_timestamp", str(_as_int64(record.observed_time_unix_nano))))
@@ -245,8 +341,14 @@ class _Mapper:
         return Entry(stamp, any_value_string(record.body), tuple(metadata) + shared_metadata)
 
 
-def _scope_metadata(scope: InstrumentationScope) -> Pairs:
-    metadata = [pair for attribute in scope.attributes for pair in attribute_pairs(attribute.key, attribute.value)]
+def _kept_pairs(attributes: Iterable[KeyValue], rules: tuple[AttributeRule, ...]) -> list[tuple[str, str]]:
+    """Scope or log attributes as structured metadata, less those a `drop` rule names."""
+    return [pair for attribute in attributes if action_for(rules, attribute.key) != DROP
+            for pair in attribute_pairs(attribute.key, attribute.value)]
+
+
+def _scope_metadata(scope: InstrumentationScope, rules: tuple[AttributeRule, ...]) -> Pairs:
+    metadata = _kept_pairs(scope.attributes, rules)
     if scope.name:
         metadata.append(("scope_name", scope.name))
     if scope.version:
