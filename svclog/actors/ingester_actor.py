@@ -69,7 +69,8 @@ class IngesterActor:
         while not self._stop.wait(tick):
             elapsed += tick
             try:
-                self.ring.heartbeat.remote(self.instance_id, self.instance_id, self.node)
+                self.ring.heartbeat.remote(self.instance_id, self.instance_id, self.node, None,
+                                           self.lifecycle.tokens)
                 if elapsed >= period:
                     elapsed = 0.0
                     self.ingester.flush()

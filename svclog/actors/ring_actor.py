@@ -15,9 +15,12 @@ class RingActor:
                  tokens: tuple[int, ...] = ()) -> None:
         self.ring.register(member_id, address, node, tokens=tuple(tokens), num_tokens=num_tokens)
 
-    def heartbeat(self, member_id: str, address: str, node: str, state: str | None = None) -> None:
+    def heartbeat(self, member_id: str, address: str, node: str, state: str | None = None,
+                  tokens: tuple[int, ...] = (), num_tokens: int = 128) -> None:
+        """A member's periodic sign of life; it carries the member's tokens so that a ring that
+        restarted (and forgot everyone) takes the member back with the same ranges."""
         if not self.ring.heartbeat(member_id, state):
-            self.ring.register(member_id, address, node)  # the ring restarted and forgot us
+            self.ring.register(member_id, address, node, tokens=tuple(tokens), num_tokens=num_tokens)
 
     def set_state(self, member_id: str, state: str) -> None:
         self.ring.set_state(member_id, state)

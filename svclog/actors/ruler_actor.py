@@ -180,7 +180,8 @@ class RulerActor(RulerService):
         while not self._stop.wait(TICK_S):
             try:
                 if self._ring_actor is not None and time.monotonic() - last_beat >= heartbeat_s:
-                    self._ring_actor.heartbeat.remote(self.instance_id, self.instance_id, node)
+                    self._ring_actor.heartbeat.remote(self.instance_id, self.instance_id, node, None, (),
+                                                      self.cfg.ruler.ring.num_tokens)
                     last_beat = time.monotonic()
                 self.ruler.tick(now_ns())
             except Exception:
