@@ -10,13 +10,15 @@ import ray
 from ray import serve
 
 from svclog.actors.compactor_actor import RemoteCompactor
+from svclog.actors.indexgateway_actor import RemoteIndexGateway
 from svclog.actors.pattern_actor import RemotePatternIngester
 from svclog.actors.ruler_actor import RemoteRuler
 from svclog.actors.scheduler_actor import RemoteScheduler, scheduler_options
 from svclog.actors.ingester_actor import RemoteIngester
 from svclog.actors.options import (
-    NAMESPACE, compactor_options, ingester_options, pattern_ingester_options, querier_options,
-    ring_options, ruler_name, ruler_options, ruler_ring_options,
+    NAMESPACE, compactor_options, index_gateway_name, index_gateway_options, index_gateway_ring_options,
+    ingester_options, pattern_ingester_options, querier_options, ring_options, ruler_name, ruler_options,
+    ruler_ring_options,
 )
 from svclog.actors.querier_actor import RemoteQuerier
 from svclog.actors.ring_actor import RemoteRing
@@ -85,6 +87,8 @@ def start(cfg: Config) -> dict:
                                                             cfg.querier.max_concurrent)).remote(cfg, f"querier-{i}")
                     for i in range(max(1, cfg.ray.num_queriers))]
         ray.get([q.ready.remote() for q in queriers])
+    if "index-gateway" in wanted:
+        backends += start_index_gateways(cfg)
     if "compactor" in wanted:
         backends.append(RemoteCompactor.options(**compactor_options()).remote(cfg))
     if "ruler" in wanted:  # the ruler ring first: each ruler joins it as it starts
@@ -104,6 +108,15 @@ def start(cfg: Config) -> dict:
     log.info("svclog (%s) serving on http://%s:%d%s", cfg.target, cfg.server.http_listen_address,
              cfg.server.http_listen_port, prefix)
     return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name}
+
+
+def start_index_gateways(cfg: Config) -> list:
+    """The index-gateway ring, then `ray.num_index_gateways` gateways that join it: [ring, *gateways].
+    Queriers follow the ring and send each tenant's index lookups to the gateway owning it."""
+    ring = RemoteRing.options(**index_gateway_ring_options()).remote(cfg.index_gateway.ring.heartbeat_timeout)
+    ray.get(ring.ready.remote())
+    return [ring, *(RemoteIndexGateway.options(**index_gateway_options(i)).remote(cfg, index_gateway_name(i))
+                    for i in range(max(1, cfg.ray.num_index_gateways)))]
 
 
 # How long a clean stop waits for the ingesters' shutdown (flush, leave the ring) before killing them.

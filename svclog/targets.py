@@ -11,7 +11,9 @@ from collections.abc import Iterable
 COMPONENTS = ("distributor", "ingester", "querier", "query-frontend", "query-scheduler", "ruler",
               "compactor", "index-gateway", "pattern-ingester")
 GROUPS = {  # target -> components it runs
-    "all": frozenset(COMPONENTS),
+    # `all` leaves out the index gateway, as the reference does: in one process its lookups would
+    # only add a Ray hop per sub-query (queriers read the index themselves); `all,index-gateway` adds it
+    "all": frozenset(COMPONENTS) - {"index-gateway"},
     "write": frozenset({"distributor", "ingester", "pattern-ingester"}),
     "read": frozenset({"query-frontend", "querier"}),
     "backend": frozenset({"query-scheduler", "ruler", "compactor", "index-gateway"}),

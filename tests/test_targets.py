@@ -39,3 +39,10 @@ def test_microservice_targets():
     assert exposes(components(["distributor"]), "/loki/api/v1/push")
     assert not exposes(components(["ingester"]), "/loki/api/v1/push")
     assert exposes(components(["compactor"]), "/compactor/ring")
+
+
+def test_the_index_gateway_runs_in_backend_not_in_all():
+    assert "index-gateway" in components(["backend"]) and "index-gateway" not in components(["all"])
+    assert "index-gateway" in components(["all", "index-gateway"])
+    assert app_name_and_prefix(["all", "index-gateway"]) == ("svclog", "/")
+    assert exposes(components(["read"]), "/indexgateway/ring")  # the queriers, its clients, show it too

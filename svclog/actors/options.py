@@ -12,7 +12,7 @@ Fractional CPUs let the whole single-node topology fit a 2-core laptop.
 Placement on a multi-node cluster (see docs/deployment.md): ingesters are pinned round-robin
 to distinct alive nodes with a *soft* NodeAffinitySchedulingStrategy, preferring nodes that
 advertise the custom resource `svclog_write` (queriers: `svclog_read`; compactor, ruler and
-pattern ingester: `svclog_backend`). Affinity rather than Ray's "SPREAD": SPREAD is a
+pattern ingester, index gateways: `svclog_backend`). Affinity rather than Ray's "SPREAD": SPREAD is a
 best-effort round-robin shared with every other SPREAD request in the cluster (Serve replicas
 use it), so two ingesters can land on one node; affinity makes "ingester i on node i mod n"
 exact, and `soft=True` lets Ray restart an ingester elsewhere when its node dies. On a
@@ -30,6 +30,7 @@ RING_NAME = "ring"
 COMPACTOR_NAME = "compactor"
 PATTERN_INGESTER_NAME = "pattern-ingester"
 RULER_RING_NAME = "ruler-ring"
+INDEX_GATEWAY_RING_NAME = "indexgateway-ring"
 # Custom resources that cluster.yaml's node types advertise (svclog targets node types by them).
 READ_RESOURCE = "svclog_read"
 WRITE_RESOURCE = "svclog_write"
@@ -46,6 +47,10 @@ def querier_name(index: int) -> str:
 
 def ruler_name(index: int) -> str:
     return f"ruler-{index}"
+
+
+def index_gateway_name(index: int) -> str:
+    return f"index-gateway-{index}"
 
 
 RULER_NAME = ruler_name(0)  # the rules API's entry; every ruler answers it (one shared store)
@@ -118,3 +123,16 @@ def ruler_options(index: int = 0) -> dict:
 def ruler_ring_options() -> dict:
     """The rulers' own ring (which ruler evaluates which group); restarts like the main ring."""
     return {**ring_options(), "name": RULER_RING_NAME}
+
+
+def index_gateway_options(index: int = 0, num_cpus: float = 0.1) -> dict:
+    """Restart forever (a cache, nothing to lose). No task retries: a querier whose lookup fails
+    asks the next gateway or reads the index itself instead of waiting for a restart."""
+    return {"name": index_gateway_name(index), "namespace": NAMESPACE, "num_cpus": num_cpus, "max_restarts": -1,
+            "max_task_retries": 0, "max_concurrency": 8, "get_if_exists": True,
+            **placement(BACKEND_RESOURCE, index, num_cpus, tagged_only=True)}
+
+
+def index_gateway_ring_options() -> dict:
+    """The index gateways' own ring (which gateway serves which tenant); restarts like the main ring."""
+    return {**ring_options(), "name": INDEX_GATEWAY_RING_NAME}

@@ -8,6 +8,7 @@ import time
 import ray
 
 from svclog.actors.clients import IngesterPool, RingClient
+from svclog.actors.indexgateway_actor import GatewayIndex
 from svclog.actors.options import NAMESPACE
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
@@ -34,7 +35,9 @@ class QuerierActor:
         pool = IngesterPool(RingClient(), replication_factor(cfg))
         self._pullers: list[threading.Thread] = []
         # a bounded chunk cache per querier process (repeated dashboard queries hit it)
-        self.querier = Querier(IndexReader(store), ChunkStore(store, cache_bytes=64 << 20), pool, querier_settings(cfg),
+        # index lookups go to the tenant's index gateway while one runs (its ring has a healthy member)
+        index = GatewayIndex(IndexReader(store), cfg.index_gateway.mode, cfg.index_gateway.ring.replication_factor)
+        self.querier = Querier(index, ChunkStore(store, cache_bytes=64 << 20), pool, querier_settings(cfg),
                                deletes=QueryTimeDeletes(DeleteRequestStore(store)))
         if querier_id is not None:
             # pulling starts with the process, so a querier Ray restarts after a crash pulls again
@@ -82,6 +85,10 @@ class QuerierActor:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def index_lookups(self) -> dict:
+        """How many index lookups went to an index gateway and how many were read here."""
+        return self.querier.index.stats()
 
     def query(self, tenants, request, queue_seconds: float = 0.0) -> dict:
         return self.querier.query(tenants, request, queue_seconds)

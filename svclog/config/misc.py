@@ -78,6 +78,7 @@ class RayConfig:
     num_ingesters: int | None = None  # None = max(1, common.replication_factor)
     num_queriers: int = 2
     num_rulers: int = 1  # rulers share the rule groups through the ruler ring
+    num_index_gateways: int = 1  # started by targets with index-gateway (backend); tenants shard over their ring
     # Declared (not enforced) shares: the whole single-node topology must fit 2 CPUs.
     ingester_num_cpus: float = 0.2
     querier_num_cpus: float = 0.2

@@ -14,11 +14,10 @@ from svclog.logql.source import SourceStats
 from svclog.logql.parser import parse, parse_selector
 from svclog.model import Labels, Matcher, ValidationError
 from svclog.querier.request import RangeRequest
-from svclog.querier.source import DeleteFilters, IngesterReader, StoreSource
+from svclog.querier.source import DeleteFilters, IndexLookups, IngesterReader, StoreSource
 from svclog.querier.stats import build_stats
 from svclog.querier.volume import VolumeRequest, index_stats, volumes
 from svclog.storage.chunk_store import ChunkStore
-from svclog.storage.index import IndexReader
 
 
 @dataclass(frozen=True)
@@ -29,7 +28,7 @@ class QuerierSettings:
 
 
 class Querier:
-    def __init__(self, index: IndexReader, chunks: ChunkStore, ingesters: IngesterReader | None,
+    def __init__(self, index: IndexLookups, chunks: ChunkStore, ingesters: IngesterReader | None,
                  settings: QuerierSettings, deletes: DeleteFilters | None = None):
         self.index = index
         self.chunks = chunks

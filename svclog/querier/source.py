@@ -19,7 +19,7 @@ from svclog.chunk.pushdown import apply_line_filters
 from svclog.logql.source import IngesterScan, SelectRequest, SourceStats, StreamBlock
 from svclog.model import Labels, Matcher, labels_match
 from svclog.storage.chunk_store import ChunkStore, FetchStats
-from svclog.storage.index import IndexReader
+from svclog.storage.index import ChunkRef
 
 TENANT_LABEL = "__tenant_id__"
 
@@ -35,6 +35,15 @@ class IngesterReader(Protocol):
         ...
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]: ...
+
+
+class IndexLookups(Protocol):
+    """What a querier reads from the index: the IndexReader itself, or the index gateways in front of it."""
+
+    def chunk_refs(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
+                   shard: tuple[int, int] | None = None) -> dict[Labels, list[ChunkRef]]: ...
+
+    def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> set[Labels]: ...
 
 
 class DeleteFilters(Protocol):
@@ -62,7 +71,7 @@ class StoreSource:
     # every block it yields already passed the request's leading line filters (pushdown)
     applies_line_filters = True
 
-    def __init__(self, tenants: list[str], index: IndexReader, chunks: ChunkStore,
+    def __init__(self, tenants: list[str], index: IndexLookups, chunks: ChunkStore,
                  ingesters: IngesterReader | None, *, query_ingesters_within: int = 0,
                  deletes: DeleteFilters | None = None):
         self.tenants = tenants

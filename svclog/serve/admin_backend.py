@@ -15,7 +15,8 @@ import ray
 from ray import serve
 
 from svclog.actors.options import (
-    COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RING_NAME, RULER_NAME, RULER_RING_NAME, querier_name, ruler_name,
+    COMPACTOR_NAME, INDEX_GATEWAY_RING_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RING_NAME, RULER_NAME, RULER_RING_NAME,
+    index_gateway_name, querier_name, ruler_name,
 )
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog import targets
@@ -31,8 +32,8 @@ SHUTDOWN_TIMEOUT_S = 900.0
 DEPLOYMENT_STATES = {"HEALTHY": State.RUNNING, "UPSCALING": State.RUNNING, "DOWNSCALING": State.RUNNING,
                      "UPDATING": State.STARTING, "UNHEALTHY": State.FAILED, "DEPLOY_FAILED": State.FAILED}
 NOT_A_RING = "this component runs without a ring: its instances are listed with the time each last answered"
-INDEX_GATEWAY_NOTE = ("no index gateway runs: queriers read the index from the object store themselves; "
-                      "they are listed with the time each last answered")
+INDEX_GATEWAY_NOTE = ("no index gateway runs (no index-gateway ring): queriers read the index from the object "
+                      "store themselves; run a target with index-gateway (backend, index-gateway, all,index-gateway)")
 
 
 async def _await(ref: Any, timeout: float) -> Any:
@@ -113,6 +114,9 @@ class RayAdmin:
             names += [ruler_name(i) for i in range(max(1, self.cfg.ray.num_rulers))]
         if self.cfg.pattern_ingester.enabled and self._local("pattern-ingester"):
             names.append(PATTERN_INGESTER_NAME)
+        if self._local("index-gateway"):
+            names += [INDEX_GATEWAY_RING_NAME, *(index_gateway_name(i)
+                                                 for i in range(max(1, self.cfg.ray.num_index_gateways)))]
         # started by some topologies only: listed when they exist
         names += [name for name in (SCHEDULER_NAME, RULER_RING_NAME) if self._optional(name) is not None]
         return names
@@ -226,18 +230,28 @@ class RayAdmin:
             return _ring_view(await self._ring_snapshot())
         if kind == "ruler" and self._optional(RULER_RING_NAME) is not None:
             return _ring_view(await self._ring_snapshot(RULER_RING_NAME))
-        names = {"ruler": [RULER_NAME], "compactor": [COMPACTOR_NAME],
-                 "index-gateway": self._querier_names()}.get(kind)
+        if kind == "index-gateway":
+            return await self._index_gateway_ring()
+        names = {"ruler": [RULER_NAME], "compactor": [COMPACTOR_NAME]}.get(kind)
         if names is None:
             raise NotFoundError(f"unknown ring {kind!r}")
         states = await asyncio.gather(*(self._probe(n) for n in names))
         members = tuple(Member(n, n, "", (), ACTIVE if s is State.RUNNING else str(s).upper(),
                                self._last_answer_ns.get(n, 0), 0) for n, (s, _) in zip(names, states, strict=True))
-        note = INDEX_GATEWAY_NOTE if kind == "index-gateway" else NOT_A_RING
-        return RingView(members, self._ring_timeout(kind), forgettable=False, note=note)
+        return RingView(members, self._ring_timeout(kind), forgettable=False, note=NOT_A_RING)
+
+    async def _index_gateway_ring(self) -> RingView:
+        """The index-gateway ring's members; none, with a note, where no gateway runs (e.g. `-target=all`)."""
+        if self._optional(INDEX_GATEWAY_RING_NAME) is not None:
+            try:
+                return _ring_view(await self._ring_snapshot(INDEX_GATEWAY_RING_NAME))
+            except ray.exceptions.RayActorError:
+                self._handles.pop(INDEX_GATEWAY_RING_NAME, None)  # stopped since: look again next time
+        return RingView((), self._ring_timeout("index-gateway"), forgettable=False, note=INDEX_GATEWAY_NOTE)
 
     def _ring_timeout(self, kind: str) -> int:
-        rings = {"ruler": self.cfg.ruler.ring, "compactor": self.cfg.compactor.compactor_ring}
+        rings = {"ruler": self.cfg.ruler.ring, "compactor": self.cfg.compactor.compactor_ring,
+                 "index-gateway": self.cfg.index_gateway.ring}
         ring = rings.get(kind, self.cfg.common.ring)
         return int(getattr(ring, "heartbeat_timeout", self.cfg.common.ring.heartbeat_timeout))
 
@@ -246,6 +260,8 @@ class RayAdmin:
             name = RING_NAME
         elif kind == "ruler" and self._optional(RULER_RING_NAME) is not None:
             name = RULER_RING_NAME
+        elif kind == "index-gateway" and self._optional(INDEX_GATEWAY_RING_NAME) is not None:
+            name = INDEX_GATEWAY_RING_NAME
         else:
             raise ValidationError(f"the {kind} has no ring to forget members from")
         return await _await(self._handle(name).forget.remote(member_id), CALL_TIMEOUT_S)

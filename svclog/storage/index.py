@@ -96,19 +96,25 @@ class _Segment:
 
 
 class IndexReader:
-    """Looks up chunk refs; caches decoded segments (they are immutable) up to a count."""
+    """Looks up chunk refs; caches decoded segments (they are immutable), least recently used
+    first out, up to a count and (when given) a size in decoded bytes."""
 
-    def __init__(self, store: ObjectStore, max_cached_segments: int = 4096):
+    def __init__(self, store: ObjectStore, max_cached_segments: int = 4096, max_cached_bytes: int | None = None):
         self.store = store
         self.max_cached = max_cached_segments
+        self.max_cached_bytes = max_cached_bytes
         self._cache: OrderedDict[str, _Segment] = OrderedDict()
         self._lock = threading.Lock()
+        self.cached_bytes = 0
+        self.cache_hits = 0
+        self.segments_read = 0  # segment objects fetched from the store (cache misses)
 
     def _segment(self, key: str) -> _Segment | None:
         with self._lock:
             seg = self._cache.get(key)
             if seg is not None:
                 self._cache.move_to_end(key)
+                self.cache_hits += 1
                 return seg
         try:
             data = self.store.get(key)
@@ -116,10 +122,18 @@ class IndexReader:
             return None  # removed by the compactor between list and read
         seg = _Segment(pa.ipc.open_file(pa.BufferReader(data)).read_all())
         with self._lock:
-            self._cache[key] = seg
-            while len(self._cache) > self.max_cached:
-                self._cache.popitem(last=False)
+            self.segments_read += 1
+            if key not in self._cache:
+                self._cache[key] = seg
+                self.cached_bytes += seg.table.nbytes
+            while self._cache and (len(self._cache) > self.max_cached or (
+                    self.max_cached_bytes is not None and self.cached_bytes > self.max_cached_bytes)):
+                _, evicted = self._cache.popitem(last=False)
+                self.cached_bytes -= evicted.table.nbytes
         return seg
+
+    def cached_segments(self) -> int:
+        return len(self._cache)
 
     def segments(self, tenant: str, start: int, end: int) -> Iterable[_Segment]:
         wanted = schema.periods_between(start, end)
