@@ -65,11 +65,32 @@ class _StrictLoader(yaml.BaseLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# A rule group nests six levels deep; PyYAML composes nodes recursively, so a deeply nested
+# document (`[[[[...`) would exhaust the interpreter's stack: refuse it from the event stream first.
+MAX_YAML_DEPTH = 64
+
+
 def load_yaml(text: str | bytes) -> Any:
     try:
+        _check_depth(text)
         return yaml.load(text, Loader=_StrictLoader)  # BaseLoader: plain strings, no objects
     except yaml.YAMLError as err:
         raise ValidationError(f"{BAD_GROUP}: {_yaml_reason(err)}") from None
+    except RecursionError:  # a safety net: the depth check should have refused it
+        raise ValidationError(f"{BAD_GROUP}: yaml: exceeded max depth of {MAX_YAML_DEPTH}") from None
+
+
+def _check_depth(text: str | bytes) -> None:
+    """Walk the parser's events (iterative, stops early) and refuse nesting beyond MAX_YAML_DEPTH."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.BaseLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise ValidationError(f"{BAD_GROUP}: yaml: line {event.start_mark.line + 1}: "
+                                      f"exceeded max depth of {MAX_YAML_DEPTH}")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _yaml_reason(err: yaml.YAMLError) -> str:

@@ -101,3 +101,23 @@ def test_format_duration(ns, text):
 
 def test_load_yaml_keeps_everything_as_strings():
     assert load_yaml("a: 1\nb: [x, 2]\n") == {"a": "1", "b": ["x", "2"]}
+
+
+@pytest.mark.parametrize("text", ["[" * 10000, "{a: " * 10000, "- " * 10000, "a:\n" + "".join(
+    " " * i + f"k{i}:\n" for i in range(1, 200))])
+def test_deeply_nested_yaml_is_a_validation_error_not_a_recursion_error(text):
+    import time
+
+    from svclog.ruler.rulefmt import MAX_YAML_DEPTH, load_yaml
+
+    began = time.perf_counter()
+    with pytest.raises(ValidationError, match=f"exceeded max depth of {MAX_YAML_DEPTH}"):
+        load_yaml(text)
+    assert time.perf_counter() - began < 2.0
+
+
+def test_nesting_within_the_bound_still_loads():
+    from svclog.ruler.rulefmt import MAX_YAML_DEPTH, load_yaml
+
+    depth = MAX_YAML_DEPTH - 1
+    assert load_yaml("[" * depth + "]" * depth) is not None
