@@ -4,12 +4,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from svclog.model import NS, ValidationError, now_ns, parse_prom_duration, parse_step, parse_timestamp
+from svclog.model import NS, ValidationError, go_quote, now_ns, parse_prom_duration, parse_step, parse_timestamp
 from svclog.querier.request import RangeRequest
 
 HOUR = 3600 * NS
 MAX_POINTS = 11_000
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+MAX_INTERVAL = 1 << 62
 
 
 def timestamp_param(form: Mapping[str, str], name: str, default: int) -> int:
@@ -62,9 +63,29 @@ def parse_step_param(text: str) -> int:
 
 def _duration(text: str, name: str) -> int:
     try:
-        return parse_step(text)
+        value = parse_step(text)
     except (ValidationError, OverflowError, ValueError):  # OverflowError: "1e300" seconds
+        if _overflows(text):
+            raise ValidationError(f"cannot parse {go_quote(text)} to a valid duration. It overflows int64") from None
         raise ValidationError(f"cannot parse {name} {text!r}: not a valid duration") from None
+    if not INT64_MIN <= value <= INT64_MAX:  # as the reference: a duration is a signed 64-bit count
+        raise ValidationError(f"cannot parse {go_quote(text)} to a valid duration. It overflows int64")
+    return value
+
+
+def _overflows(text: str) -> bool:
+    try:
+        return abs(float(text)) * NS > INT64_MAX
+    except (ValueError, OverflowError):
+        return False
+
+
+def _check_aligned(start: int, end: int, step: int) -> None:
+    """The engine rounds start down and end up to the step: both must stay 64-bit timestamps."""
+    aligned_end = end if end % step == 0 else end + step - end % step
+    if start - start % step < INT64_MIN or aligned_end + 1 > INT64_MAX:
+        raise ValidationError("invalid parameters 'start', 'end' and 'step': the query range rounded to "
+                              "the step does not fit 64-bit nanosecond timestamps")
 
 
 def time_range(form: Mapping[str, str], default_span: int, now: int | None = None) -> tuple[int, int]:
@@ -100,10 +121,15 @@ def range_request(form: Mapping[str, str], now: int | None = None) -> RangeReque
     if (end - start) / step > MAX_POINTS:
         raise ValidationError("exceeded maximum resolution of 11,000 points per timeseries. "
                               "Try increasing the value of the step parameter")
+    _check_aligned(start, end, step)
     interval_text = form.get("interval")
     interval = _duration(interval_text, "interval") if interval_text else None
     if interval is not None and interval < 0:
         raise ValidationError("interval must be a non-negative duration")
+    if interval is not None:
+        # Entry timestamps span far less than 2^62 ns (146 years), so a longer interval keeps
+        # exactly the same entries (one) while `timestamp + interval` can no longer overflow int64.
+        interval = min(interval, MAX_INTERVAL)
     return RangeRequest(query, start, end, step, interval, _limit(form), _direction(form))
 
 

@@ -44,3 +44,29 @@ def test_instant_defaults_to_now():
 
 def test_labels_default_six_hours():
     assert qp.labels_range({}, now=NOW) == (NOW - 6 * 3600 * NS, NOW)
+
+
+@pytest.mark.parametrize("name", ["step", "interval"])
+@pytest.mark.parametrize("value", ["1e19", "-1e19", "1e308", "9223372037", "9223372036854775807"])
+def test_durations_beyond_int64_are_refused_as_the_reference_does(name, value):
+    with pytest.raises(ValidationError, match=f'cannot parse "{value}" to a valid duration. It overflows int64'):
+        qp.range_request({"query": "{a=\"b\"}", "start": "1", "end": "100", name: value})
+
+
+@pytest.mark.parametrize("value", ["NaN", "Inf", "-Inf", "nan", "1e", "x"])
+def test_non_numbers_are_not_durations(value):
+    with pytest.raises(ValidationError):
+        qp.range_request({"query": "{a=\"b\"}", "start": "1", "end": "100", "step": value})
+
+
+def test_a_range_that_rounds_past_int64_is_refused():
+    with pytest.raises(ValidationError, match="64-bit"):
+        qp.range_request({"query": "x", "start": "-9223372036854775808", "end": "100", "step": "1e9"})
+    with pytest.raises(ValidationError, match="64-bit"):
+        qp.range_request({"query": "x", "start": "9223372036854775000", "end": "9223372036854775807", "step": "7"})
+
+
+def test_an_interval_longer_than_any_data_span_is_capped_not_overflowing():
+    req = qp.range_request({"query": "x", "start": "1", "end": "100", "interval": "9223372036"})
+    assert req.interval == qp.MAX_INTERVAL
+    assert qp.range_request({"query": "x", "start": "1", "end": "100", "interval": "30"}).interval == 30 * NS
