@@ -9,12 +9,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayError, RayTaskError
 from starlette.responses import PlainTextResponse, Response
 
 from svclog.model import SvcError
 from svclog.scheduler import QuerierLostError
 from svclog.storage.objstore import StoreError
+
+
+RETRY_AFTER_S = "1"
 
 
 class BodyTooLarge(SvcError):
@@ -54,6 +57,10 @@ def as_svc_error(err: BaseException) -> SvcError | None:
         return Unavailable(str(err))
     if isinstance(err, (TimeoutError, asyncio.TimeoutError)):
         return QueryTimeout("request timed out")
+    if isinstance(err, RayError) and not isinstance(err, RayTaskError):
+        # An object lost with its owner, a crashed worker, a dead node ...: the component
+        # holding the answer is gone or restarting. Ray's own text names internals, not the cause.
+        return Unavailable("a backend component is unavailable (restarting or overloaded), please try again")
     return None
 
 
@@ -91,4 +98,5 @@ def error_response(err: Exception) -> Response:
         status, message = 500, f"internal error: {remote_cause(err)}"
     if status == 200:
         return Response(status_code=200)
-    return PlainTextResponse(message + "\n", status_code=status)
+    headers = {"Retry-After": RETRY_AFTER_S} if status == 503 else None  # the client may come back soon
+    return PlainTextResponse(message + "\n", status_code=status, headers=headers)

@@ -34,7 +34,7 @@ from svclog.frontend.params import range_request
 from svclog.ingester.tail import DroppedEntry, MergeSettings, PollResult, TailEntry, TailMerger, tail_message
 from svclog.logql.parser import parse_log_query
 from svclog.model import NS, Labels, LimitError, SvcError, ValidationError, now_ns, parse_timestamp, single_tenant
-from svclog.serve.errors import error_response
+from svclog.serve.errors import as_svc_error, error_response
 from svclog.serve.legacy import legacy_tail_message
 
 log = logging.getLogger("svclog")
@@ -249,8 +249,9 @@ async def _deny(websocket: WebSocket, err: Exception) -> None:
     if "websocket.http.response" in websocket.scope.get("extensions", {}):
         await websocket.send_denial_response(error_response(err))
     else:
-        code = 1008 if isinstance(err, SvcError) else 1011
-        await websocket.close(code=code, reason=str(err)[:120])
+        mapped = as_svc_error(err)  # never an internal (Ray) error's text in the close reason
+        code = 1008 if mapped is not None and int(getattr(mapped, "status", 400)) < 500 else 1011
+        await websocket.close(code=code, reason=str(mapped)[:120] if mapped is not None else "internal error")
 
 
 class TailRoutes:

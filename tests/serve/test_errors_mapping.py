@@ -52,3 +52,15 @@ def test_error_response_body_is_plain_message():
     response = error_response(wrapped(StoreError("down")))
     assert response.status_code == 503 and response.body == b"object store unavailable: down\n"
     assert error_response(wrapped(KeyError("k"))).status_code == 500
+
+
+def test_ray_errors_are_503_with_retry_after_and_no_ray_text():
+    """A lost object or a crashed worker (e.g. a tail replay whose querier died) is a retryable 503."""
+    for err in (rex.ObjectLostError("ab" * 14, "owner", "call site"), rex.OwnerDiedError("ab" * 14, "o", "c"),
+                rex.WorkerCrashedError(), rex.RaySystemError("boom")):
+        resp = error_response(err)
+        assert resp.status_code == 503, (err, resp.body)
+        assert resp.headers["retry-after"] == "1"
+        assert b"Failed to retrieve" not in resp.body and b"object" not in resp.body.lower()
+    assert error_response(rex.GetTimeoutError("slow")).status_code == 504
+    assert error_response(ValueError("bug")).status_code == 500
