@@ -4,6 +4,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 from starlette.requests import Request
 
+from svclog.serve.tenant_header import SingleOrgIdHeader
+
 API_PREFIXES = ("/svc", "/loki")
 GET, POST, GET_POST = ["GET"], ["POST"], ["GET", "POST"]
 
@@ -20,6 +22,10 @@ API_ROUTES = [
     ("volume", GET_POST, ["/api/v1/index/volume"]),
     ("volume_range", GET_POST, ["/api/v1/index/volume_range"]),
     ("buildinfo", GET, ["/api/v1/status/buildinfo"]),
+    ("detected_labels", GET_POST, ["/api/v1/detected_labels"]),
+    ("detected_fields", GET_POST, ["/api/v1/detected_fields"]),
+    ("detected_field_values", GET_POST, ["/api/v1/detected_field/{name}/values"]),
+    ("drilldown_limits", GET, ["/api/v1/drilldown-limits"]),
 ]
 # Deprecated routes (still served) and other absolute paths.
 OTHER_ROUTES = [
@@ -64,4 +70,5 @@ def add_routes(app: FastAPI) -> FastAPI:
     for name, methods, paths in OTHER_ROUTES:
         for path in paths:
             app.add_api_route(path, _endpoint(name), methods=methods, include_in_schema=False)
+    app.add_middleware(SingleOrgIdHeader)  # wraps every route of the app, those added later too
     return app
