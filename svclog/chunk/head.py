@@ -1,6 +1,7 @@
 """HeadBlock: the open, appendable tail of one stream, plus sealed chunks not yet flushed."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -11,46 +12,79 @@ from svclog.chunk.format import CHUNK_SCHEMA
 
 
 def sort_dedupe(table: pa.Table) -> pa.Table:
-    """Sort by (ts, line) and drop exact duplicate entries (same timestamp and line).
+    """Order entries by timestamp and drop later copies of an entry (same timestamp and line).
 
-    Replicas and WAL replays can deliver an entry twice; the reference keeps one.
+    Rows that share a timestamp keep their order in `table` (the sort is stable): callers
+    concatenate in push order, and the reference returns such entries as they were written.
+    Replicas and WAL replays deliver some entries twice; the first copy is kept.
     """
+    table = table.combine_chunks()
     if table.num_rows < 2:
-        return table.combine_chunks()
-    table = table.combine_chunks()
-    ts = table.column("ts").chunk(0)
-    if not pc.all(pc.greater_equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py():
-        table = table.take(pc.sort_indices(ts))  # int64 sort: cheap; lines only break ties below
-        ts = table.column("ts").chunk(0)
-    if not pc.any(pc.equal(ts.slice(1), ts.slice(0, len(ts) - 1))).as_py():
-        return table  # strictly increasing: nothing to de-duplicate, order already canonical
-    table = table.take(pc.sort_indices(table, sort_keys=[("ts", "ascending"), ("line", "ascending")]))
-    table = table.combine_chunks()
-    ts = table.column("ts").chunk(0)
-    line = table.column("line").chunk(0)
-    same_ts = pc.equal(ts.slice(1), ts.slice(0, len(ts) - 1))
-    if not pc.any(same_ts).as_py():
         return table
-    same = pc.and_(same_ts, pc.equal(line.slice(1), line.slice(0, len(line) - 1)))
-    keep = pa.concat_arrays([pa.array([True]), pc.invert(same)])
-    return table.filter(keep)
+    ts = table.column("ts").to_numpy()
+    if bool(np.any(ts[1:] < ts[:-1])):
+        order = np.argsort(ts, kind="stable")
+        table, ts = table.take(pa.array(order)), ts[order]
+    drop = _later_copies(ts, table.column("line"))
+    if drop is None:
+        return table
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[drop] = False
+    return table.filter(pa.array(keep))
+
+
+def _later_copies(ts: np.ndarray, line: pa.ChunkedArray) -> np.ndarray | None:
+    """Row numbers of entries that repeat an earlier row's (timestamp, line); `ts` is sorted.
+
+    Only rows in a run of equal timestamps can repeat one, so only those are sorted by line
+    (a stable sort: the earliest copy of an entry comes first among its equals)."""
+    tied = ts[1:] == ts[:-1]
+    if not tied.any():
+        return None
+    in_run = np.zeros(len(ts), dtype=bool)
+    in_run[1:] |= tied
+    in_run[:-1] |= tied
+    rows = np.flatnonzero(in_run)
+    run_ts, run_line = ts[rows], line.take(pa.array(rows)).combine_chunks()
+    by_key = pc.sort_indices(pa.table({"ts": run_ts, "line": run_line}),
+                             sort_keys=[("ts", "ascending"), ("line", "ascending")]).to_numpy()
+    key_ts, key_line = run_ts[by_key], run_line.take(pa.array(by_key))
+    same_line = pc.equal(key_line.slice(1), key_line.slice(0, len(key_line) - 1))
+    same = (key_ts[1:] == key_ts[:-1]) & same_line.to_numpy(zero_copy_only=False)
+    if not same.any():
+        return None
+    return rows[by_key[1:][same]]
+
+
+_last_seal_ns = 0
+
+
+def next_seal_ns() -> int:
+    """A strictly increasing wall-clock stamp for sealed chunks: among one stream's chunks it
+    orders entries that share a timestamp (an earlier-sealed chunk holds earlier pushes)."""
+    global _last_seal_ns
+    _last_seal_ns = max(time.time_ns(), _last_seal_ns + 1)
+    return _last_seal_ns
 
 
 @dataclass
 class SealedChunk:
-    """A cut chunk waiting to be flushed: sorted, de-duplicated entries."""
+    """A cut chunk waiting to be flushed: entries sorted by timestamp (push order among equal
+    ones), de-duplicated; `sealed_ns` orders it among the stream's other chunks."""
 
     table: pa.Table
     min_ts: int
     max_ts: int
     raw_bytes: int
+    sealed_ns: int = 0
 
     @classmethod
-    def from_table(cls, table: pa.Table) -> "SealedChunk":
+    def from_table(cls, table: pa.Table, sealed_ns: int | None = None) -> "SealedChunk":
         table = sort_dedupe(table)
         ts = table.column("ts")
         return cls(table, int(pc.min(ts).as_py()), int(pc.max(ts).as_py()),
-                   int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0))
+                   int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0),
+                   next_seal_ns() if sealed_ns is None else sealed_ns)
 
 
 def entries_batch(ts: list[int], lines: list[str], metadata: list | None) -> pa.RecordBatch:

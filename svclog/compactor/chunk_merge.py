@@ -1,6 +1,6 @@
 """Chunk merging: small chunks of one stream in one day become chunks of about the target size.
 
-Entries are concatenated, sorted and de-duplicated (replicas flush copies of the same
+Entries are concatenated in seal order, sorted (stably) and de-duplicated (replicas flush copies of the same
 entries), then cut at the target size. Only chunks lying within a single day take part,
 so a merged chunk never spans more index days than its parts did.
 """
@@ -25,13 +25,15 @@ def merge_small_chunks(index: TenantIndex, chunks: ChunkIO, day: int, target_byt
     for refs in groups.values():
         if len(refs) < 2:
             continue
+        refs.sort(key=lambda r: (r.sealed_ns, r.min_ts, r.max_ts))  # seal order keeps push order of equal timestamps
         tables = [t for t in (chunks.read(r) for r in refs) if t is not None and t.num_rows]
         if not tables:
             index.replace(refs, [])
             continue
         combined = sort_dedupe(pa.concat_tables(tables))
-        new_refs = [chunks.write(index.tenant, refs[0].labels, piece)
-                    for piece in split_by_size(combined, target_bytes)]
+        sealed = max(r.sealed_ns for r in refs)
+        new_refs = [chunks.write(index.tenant, refs[0].labels, piece, sealed + i)
+                    for i, piece in enumerate(split_by_size(combined, target_bytes))]
         index.replace(refs, new_refs)
         merged += len(refs)
         written += len(new_refs)

@@ -33,7 +33,7 @@ class ChunkIO:
             return None
         return pa.Table.from_arrays([data.ts, data.line, data.metadata], schema=CHUNK_SCHEMA)
 
-    def write(self, tenant: str, labels: Labels, table: pa.Table) -> ChunkRef:
+    def write(self, tenant: str, labels: Labels, table: pa.Table, sealed_ns: int = 0) -> ChunkRef:
         """Upload a ts-sorted, non-empty table as a new chunk and return its ref."""
         data = encode_chunk(table, block_bytes=self.block_bytes, encoding=self.encoding)
         ts = table.column("ts")
@@ -41,7 +41,8 @@ class ChunkIO:
         fingerprint = labels.fingerprint()
         key = schema.chunk_key(tenant, fingerprint, min_ts, max_ts, zlib.crc32(data))
         self.store.put(key, data)
-        return ChunkRef(labels, fingerprint, key, min_ts, max_ts, table.num_rows, line_bytes(table), len(data))
+        return ChunkRef(labels, fingerprint, key, min_ts, max_ts, table.num_rows, line_bytes(table), len(data),
+                        sealed_ns)
 
 
 def split_by_size(table: pa.Table, target_bytes: int) -> list[pa.Table]:

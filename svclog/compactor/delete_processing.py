@@ -28,6 +28,6 @@ def apply_delete(index: TenantIndex, chunks: ChunkIO, delete: DeleteFilter) -> i
         if hits == 0:
             continue
         kept = table.filter(pc.invert(mask))
-        index.replace([ref], [chunks.write(index.tenant, ref.labels, kept)] if kept.num_rows else [])
+        index.replace([ref], [chunks.write(index.tenant, ref.labels, kept, ref.sealed_ns)] if kept.num_rows else [])
         removed += hits
     return removed

@@ -97,7 +97,7 @@ def apply_retention(index: TenantIndex, chunks: ChunkIO, limits: LimitsConfig, n
                 index.replace([ref], [])
                 continue
             kept = table.filter(pc.greater_equal(table.column("ts"), cutoff))
-            index.replace([ref], [chunks.write(index.tenant, ref.labels, kept)] if kept.num_rows else [])
+            index.replace([ref], [chunks.write(index.tenant, ref.labels, kept, ref.sealed_ns)] if kept.num_rows else [])
             result.chunks_trimmed += 1
             result.entries_removed += table.num_rows - kept.num_rows
     return result

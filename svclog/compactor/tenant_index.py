@@ -32,7 +32,7 @@ def table_to_refs(table: pa.Table) -> list[ChunkRef]:
         if labels is None:
             labels = labels_cache[text] = decode_labels(text)
         refs.append(ChunkRef(labels, row["fingerprint"], row["key"], row["min_ts"], row["max_ts"],
-                             row["entries"], row["bytes"], row["compressed"]))
+                             row["entries"], row["bytes"], row["compressed"], row.get("sealed_ns") or 0))
     return refs
 
 

@@ -2,7 +2,9 @@
 
 Ingesters are read first, then the index: a chunk flushed in between is then seen in
 one place or the other, never missed. Entries of one stream from all places are
-merged, sorted and de-duplicated (replicas hold copies) into one StreamBlock.
+merged into one StreamBlock: flushed chunks in seal order, then the ingesters' entries
+(pushed later), stably sorted by timestamp so that entries sharing one keep push order,
+and de-duplicated (replicas hold copies).
 Several tenants (multi-tenant queries) add the virtual `__tenant_id__` label.
 """
 from __future__ import annotations
@@ -106,7 +108,8 @@ class StoreSource:
 
     def _select_tenant(self, tenant: str, matchers: tuple[Matcher, ...],
                        request: SelectRequest) -> Iterator[tuple[Labels, pa.Table]]:
-        parts: dict[Labels, list[pa.Table]] = {}
+        parts: dict[Labels, list[pa.Table]] = {}  # the ingesters' entries
+        flushed: dict[Labels, list[pa.Table]] = {}  # the store's, in seal order
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
         if self._ingesters_wanted(request.end):
             answer = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard,
@@ -131,7 +134,7 @@ class StoreSource:
         fetch = FetchStats()
         for labels, chunk_refs in refs.items():
             self.stats.store_chunks_ref += len(chunk_refs)
-            for ref in chunk_refs:
+            for ref in sorted(chunk_refs, key=lambda r: (r.sealed_ns, r.min_ts, r.max_ts)):
                 data = self.chunks.fetch(ref, request.start, request.end, fetch)
                 if len(data):
                     table = pa.Table.from_arrays([data.ts, data.line, data.metadata], schema=CHUNK_SCHEMA)
@@ -139,12 +142,12 @@ class StoreSource:
                     self.stats.store_bytes += _line_bytes(table)
                     table = apply_line_filters(table, request.line_filters)
                     if table.num_rows:
-                        parts.setdefault(labels, []).append(table)
+                        flushed.setdefault(labels, []).append(table)
         self.stats.store_chunks_downloaded += fetch.chunks_downloaded
         self.stats.store_compressed_bytes += fetch.compressed_bytes
         self.stats.store_download_seconds += fetch.download_seconds
-        for labels in sorted(parts):
-            tables = parts[labels]
+        for labels in sorted(parts.keys() | flushed.keys()):
+            tables = flushed.get(labels, []) + parts.get(labels, [])
             merged = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
             before = merged.num_rows
             merged = sort_dedupe(merged)

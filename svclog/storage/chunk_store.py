@@ -34,7 +34,7 @@ def _split_by_period(labels: Labels, chunk: SealedChunk) -> list[tuple[Labels, S
     pieces = []
     for period in np.unique(periods):
         part = chunk.table.filter(pa.array(periods == period))
-        pieces.append((labels, SealedChunk.from_table(part)))
+        pieces.append((labels, SealedChunk.from_table(part, chunk.sealed_ns)))
     return pieces
 
 
@@ -58,7 +58,7 @@ class ChunkStore:
             key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))
             self.store.put(key, data)
             refs.append(ChunkRef(labels, fingerprint, key, chunk.min_ts, chunk.max_ts,
-                                 chunk.table.num_rows, chunk.raw_bytes, len(data)))
+                                 chunk.table.num_rows, chunk.raw_bytes, len(data), chunk.sealed_ns))
         if refs:
             write_index_segment(self.store, tenant, refs, writer_id)
         return refs

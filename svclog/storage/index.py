@@ -24,6 +24,9 @@ INDEX_SCHEMA = pa.schema([
     ("labels", pa.string()), ("fingerprint", pa.uint64()), ("key", pa.string()),
     ("min_ts", pa.int64()), ("max_ts", pa.int64()), ("entries", pa.int64()),
     ("bytes", pa.int64()), ("compressed", pa.int64()),
+    # when the writer sealed the chunk: orders a stream's chunks for entries sharing a timestamp
+    # (absent from older segments, read as 0)
+    ("sealed_ns", pa.int64()),
 ])
 
 
@@ -37,6 +40,7 @@ class ChunkRef:
     entries: int
     bytes: int
     compressed: int
+    sealed_ns: int = 0
 
 
 def encode_labels(labels: Labels) -> str:
@@ -72,6 +76,7 @@ def refs_to_table(refs: list[ChunkRef]) -> pa.Table:
         "entries": pa.array([r.entries for r in refs], pa.int64()),
         "bytes": pa.array([r.bytes for r in refs], pa.int64()),
         "compressed": pa.array([r.compressed for r in refs], pa.int64()),
+        "sealed_ns": pa.array([r.sealed_ns for r in refs], pa.int64()),
     }, schema=INDEX_SCHEMA)
 
 
@@ -167,7 +172,7 @@ class IndexReader:
                 labels = seg.streams[row["fingerprint"]]
                 found.setdefault(labels, {})[row["key"]] = ChunkRef(
                     labels, row["fingerprint"], row["key"], row["min_ts"], row["max_ts"],
-                    row["entries"], row["bytes"], row["compressed"])
+                    row["entries"], row["bytes"], row["compressed"], row.get("sealed_ns") or 0)
         return {labels: sorted(refs.values(), key=lambda r: r.min_ts) for labels, refs in found.items()}
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> set[Labels]:

@@ -1,7 +1,7 @@
 """Log queries: select, run the pipeline, then order, limit and thin (interval) the entries.
 
 Entries of all series are merged into one time order (direction), ties broken
-by series labels, the first `limit` are kept and grouped back into streams.
+by series labels, then push order (reversed for backward), the first `limit` are kept and grouped back into streams.
 """
 from __future__ import annotations
 
@@ -47,8 +47,13 @@ def _order_and_limit(series: dict[Labels, list[tuple[np.ndarray, pa.Array]]], pa
     sid = np.concatenate(ids)
     lines = pa.chunked_array(line_parts, pa.string()) if line_parts else pa.chunked_array([], pa.string())
     backward = params.direction == "backward"
-    # newest first for backward; equal timestamps keep series (label) order
-    order = np.lexsort((sid, -ts if backward else ts))
+    # equal timestamps: series (label) order, then a series' rows in push order (its blocks hold
+    # them so), reversed for backward as the reference reads its chunks backward
+    if backward:
+        rev = np.arange(len(ts) - 1, -1, -1)
+        order = rev[np.lexsort((sid[rev], -ts[rev]))]
+    else:
+        order = np.lexsort((sid, ts))
     if params.interval:
         order = _thin(ts, order, params.interval, backward, params.limit)
     else:

@@ -13,7 +13,8 @@ EntryTuple = tuple  # (ts_ns, line) or (ts_ns, line, metadata_dict)
 
 
 class _StoredStream:
-    """One stream's entries sorted by time and de-duplicated (same timestamp and line)."""
+    """One stream's entries sorted by time (stably: push order among equal timestamps) and
+    de-duplicated (same timestamp and line, the first copy kept)."""
 
     def __init__(self, labels: Labels, entries: Sequence[EntryTuple]):
         self.labels = labels
@@ -62,10 +63,11 @@ class MemorySource:
         """Add entries to a stream (merging with the entries it already has)."""
         key = labels if isinstance(labels, Labels) else Labels.from_dict(labels)
         old = self._streams.get(key)
-        merged = list(entries)
-        if old is not None:
+        merged: list = []
+        if old is not None:  # earlier entries first: equal timestamps keep push order
             metas = old.metadata.to_pylist() if old.metadata is not None else [None] * len(old.ts_np)
-            merged += [(t, ln, dict(m or [])) for t, ln, m in zip(old.ts_np.tolist(), old.line.to_pylist(), metas)]
+            merged = [(t, ln, dict(m or [])) for t, ln, m in zip(old.ts_np.tolist(), old.line.to_pylist(), metas)]
+        merged += list(entries)
         self._streams[key] = _StoredStream(key, merged)
 
     def streams(self) -> list[Labels]:
