@@ -104,7 +104,8 @@ def prepare_query(request: RangeRequest, max_entries_limit: int) -> tuple[ast.Ex
                               f"({request.limit} > {max_entries_limit})")
     params = QueryParams(start=request.start, end=request.end, step=request.step,
                          interval=request.interval, limit=request.limit, direction=request.direction,
-                         instant=request.instant)
+                         instant=request.instant,
+                         categorize_labels=request.categorize_labels and ast.is_log_query(expr))
     return expr, params
 
 

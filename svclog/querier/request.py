@@ -14,3 +14,12 @@ class RangeRequest:
     limit: int
     direction: str
     instant: bool = False
+    # response encoding flags the client asked for (X-Svc/X-Loki-Response-Encoding-Flags)
+    encoding_flags: tuple[str, ...] = ()
+
+    @property
+    def categorize_labels(self) -> bool:
+        return CATEGORIZE_LABELS in self.encoding_flags
+
+
+CATEGORIZE_LABELS = "categorize-labels"

@@ -24,6 +24,8 @@ from svclog.scheduler.actor_path import actor_path_from_headers
 from svclog.serve.codecs.parquet import to_parquet, wants_parquet
 from svclog.serve.errors import BodyTooLarge, error_response
 from svclog.serve.legacy import legacy_query_body, legacy_values_body
+from svclog.serve.query_headers import encoding_flags, query_tags, with_encoding_flags
+from svclog.serve.query_log import log_query
 from svclog.serve.request_params import read_params
 from svclog.serve import telemetry
 
@@ -94,18 +96,28 @@ class Handlers:
     async def _query(self, request: Request, *, instant: bool) -> Response:
         began = time.perf_counter()
         endpoint = "query" if instant else "query_range"
+        tenants: list[str] = []
+        req: qp.RangeRequest | None = None
+        tags = query_tags(request.headers)
         try:
             tenants = self._query_tenants(request)
             params = await read_params(request)
             form = {k: v for k, v in reversed(params.pairs)}
             req = qp.instant_request(form) if instant else qp.range_request(form)
+            flags = encoding_flags(request.headers)
+            if flags:
+                req = replace(req, encoding_flags=flags)
             data = await self.backend.query(tenants, req, actor_path_from_headers(request.headers))
-            telemetry.record_query(endpoint, 200, time.perf_counter() - began)
+            seconds = time.perf_counter() - began
+            telemetry.record_query(endpoint, 200, seconds)
+            log_query(tenants, req, 200, seconds, data, tags)
             if wants_parquet(request.headers.get("accept")):
                 return Response(to_parquet(data), media_type="application/vnd.apache.parquet")
-            return _json({"status": "success", "data": data})
+            return _json({"status": "success", "data": with_encoding_flags(data, flags)})
         except SvcError as err:
-            telemetry.record_query(endpoint, int(getattr(err, "status", 400)), time.perf_counter() - began)
+            status, seconds = int(getattr(err, "status", 400)), time.perf_counter() - began
+            telemetry.record_query(endpoint, status, seconds)
+            log_query(tenants, req, status, seconds, None, tags)
             return error_response(err)
 
     async def legacy_query(self, request: Request) -> Response:

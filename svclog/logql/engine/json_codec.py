@@ -7,8 +7,10 @@ from functools import singledispatch
 import numpy as np
 
 from svclog.logql.engine.result import (
+    EntryLabels,
     MatrixResult,
     ScalarResult,
+    Stream,
     StreamsResult,
     VectorResult,
 )
@@ -41,9 +43,29 @@ def result_to_json(result: object) -> dict:
 @result_to_json.register
 def _streams(result: StreamsResult) -> dict:
     return {"resultType": "streams", "result": [
-        {"stream": s.labels.to_dict(), "values": [[str(int(t)), line] for t, line in zip(s.ts.tolist(), s.lines)]}
-        for s in result.streams
+        {"stream": s.labels.to_dict(), "values": _values(s)} for s in result.streams
     ]}
+
+
+def _values(stream: Stream) -> list[list]:
+    if stream.entry_labels is None:
+        return [[str(int(t)), line] for t, line in zip(stream.ts.tolist(), stream.lines)]
+    # categorize-labels: a third element per entry, `{}` when it has neither kind
+    rendered: dict[EntryLabels, dict] = {}
+    for labels in stream.entry_labels:
+        if labels not in rendered:
+            rendered[labels] = _entry_labels(labels)
+    return [[str(int(t)), line, rendered[labels]]
+            for t, line, labels in zip(stream.ts.tolist(), stream.lines, stream.entry_labels)]
+
+
+def _entry_labels(labels: EntryLabels) -> dict:
+    out = {}
+    if len(labels.structured_metadata):
+        out["structuredMetadata"] = labels.structured_metadata.to_dict()
+    if len(labels.parsed):
+        out["parsed"] = labels.parsed.to_dict()
+    return out
 
 
 @result_to_json.register

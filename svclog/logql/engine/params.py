@@ -28,6 +28,8 @@ class QueryParams:
     limit: int = DEFAULT_LIMIT
     direction: str = "backward"
     instant: bool = False
+    # log queries: split each entry's labels into stream / structured metadata / parsed
+    categorize_labels: bool = False
 
     @classmethod
     def for_range(cls, start: int, end: int, step: int | None = None, interval: int | None = None,

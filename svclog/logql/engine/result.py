@@ -2,19 +2,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from svclog.model import Labels
 
 
+class EntryLabels(NamedTuple):
+    """An entry's labels beside its stream's, for the categorize-labels encoding."""
+
+    structured_metadata: Labels
+    parsed: Labels
+
+
+NO_ENTRY_LABELS = EntryLabels(Labels(), Labels())
+
+
 @dataclass(frozen=True)
 class Stream:
-    """One series of log entries, ordered as the query's direction asks."""
+    """One series of log entries, ordered as the query's direction asks.
+
+    With categorized labels `labels` are the stream labels only and `entry_labels`
+    holds each entry's structured metadata and parsed labels; otherwise it is None.
+    """
 
     labels: Labels
     ts: np.ndarray  # int64 ns
     lines: list[str]
+    entry_labels: list[EntryLabels] | None = None
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from svclog.logql.engine.params import QueryParams
-from svclog.logql.engine.result import Stream, StreamsResult
+from svclog.logql.engine.result import NO_ENTRY_LABELS, Stream, StreamsResult
 from svclog.model import Labels
 
 
@@ -23,6 +23,10 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     ts = np.concatenate([np.asarray(s.ts, dtype=np.int64) for s in streams])
     sid = np.concatenate([np.full(len(s.ts), rank[s.labels], dtype=np.int64) for s in streams])
     lines = [line for s in streams for line in s.lines]
+    # categorize-labels partials carry each entry's other labels; merge them alongside the lines
+    categorized = any(s.entry_labels is not None for s in streams)
+    entry_labels = [e for s in streams for e in (s.entry_labels or [NO_ENTRY_LABELS] * len(s.ts))] \
+        if categorized else None
     arrival = np.arange(len(ts))
     newest_first = params.direction == "backward"
     order = np.lexsort((arrival, sid, -ts if newest_first else ts))[: params.limit]
@@ -30,5 +34,7 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     out = []
     for s in np.unique(picked):
         rows = order[picked == s]
-        out.append(Stream(keys[s], ts[rows], [lines[r] for r in rows.tolist()]))
+        picked_rows = rows.tolist()
+        out.append(Stream(keys[s], ts[rows], [lines[r] for r in picked_rows],
+                          [entry_labels[r] for r in picked_rows] if entry_labels is not None else None))
     return StreamsResult(out)

@@ -18,7 +18,7 @@ from svclog.logql.stages.convert import (
     parse_duration_values,
     parse_float_values,
 )
-from svclog.logql.stages.grouping import group_by_labels
+from svclog.logql.stages.grouping import CategorizedLabels, group_by_categories, group_by_labels
 from svclog.logql.stages.label_filter import label_filter_mask, matcher_mask
 from svclog.logql.stages.pipeline import Pipeline, build_pipeline
 
@@ -30,10 +30,12 @@ __all__ = [
     "ERR_LOGFMT",
     "ERR_SAMPLE_EXTRACTION",
     "ERR_TEMPLATE_FORMAT",
+    "CategorizedLabels",
     "LogBatch",
     "Pipeline",
     "block_to_batch",
     "build_pipeline",
+    "group_by_categories",
     "group_by_labels",
     "has_error",
     "label_filter_mask",

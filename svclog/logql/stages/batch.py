@@ -4,10 +4,16 @@ One batch holds entries of one stream. `stream` holds the labels that are consta
 over the batch; `labels` holds per-entry label columns (structured metadata, parsed
 labels, `__error__`, ...) where null means "absent for this entry". The two never
 share a name: a stage that changes a stream label first moves it into `labels`.
-`origin` keeps the original stream labels (parsers rename colliding keys with the
-`_extracted` suffix against them) and `metadata_names` the structured-metadata keys.
+`origin` keeps the original stream labels and `metadata_names` the structured-metadata
+keys: parsers rename a key that is an original stream label, or structured metadata of
+the entry, with the `_extracted` suffix (`set_parser_label`).
 `parsed` names the columns written by parsers and formatters; label_format renames
 need the category (parsed > structured metadata > stream) to pick a winner.
+`parsed_rows` narrows that for a column some of whose values came from elsewhere (a
+label_format rename or template replaced structured metadata or a stream label on
+some entries only): a boolean per entry,
+true where a parser/formatter wrote the value. Without an entry there, every value
+of a `parsed` column is parsed. The categorize-labels encoding reads these.
 
 `__error__` and `__error_details__` live in `labels` like any other column.
 """
@@ -43,6 +49,7 @@ class LogBatch:
     origin: Labels | None = None
     metadata_names: frozenset[str] = frozenset()
     parsed: frozenset[str] = frozenset()
+    parsed_rows: dict[str, pa.Array] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.origin is None:
@@ -68,6 +75,7 @@ class LogBatch:
             origin=self.origin,
             metadata_names=self.metadata_names,
             parsed=self.parsed,
+            parsed_rows={k: fn(v) for k, v in self.parsed_rows.items()},
         )
 
     def label(self, name: str) -> pa.Array:
@@ -95,7 +103,53 @@ class LogBatch:
     def set_parsed(self, name: str, values: pa.Array) -> None:
         """Set a column written by a parser/formatter: non-null values win, nulls keep the old value."""
         old = self.label(name)
-        self.set_label(name, values if old.null_count == len(old) else pc.coalesce(values, old))
+        if old.null_count == len(old):
+            self.set_label(name, values)
+            self.mark_parsed(name)
+        else:
+            self.set_label(name, pc.coalesce(values, old))
+            self.mark_parsed(name, pc.is_valid(values))
+
+    def set_parser_label(self, name: str, values: pa.Array) -> None:
+        """A parser's values for label `name`, as the reference's parsers name them.
+
+        The caller has already renamed a key that is an original stream label to
+        `<key>_extracted`; here an entry holding `name` as structured metadata gets
+        the value under `<name>_extracted` too, so the metadata stays as it is.
+        """
+        held = None
+        if not (name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in self.origin):
+            held = self.metadata_rows(name)
+        if held is None:
+            self.set_parsed(name, values)
+            return
+        absent = pa.scalar(None, pa.string())
+        self.set_parsed(name + EXTRACTED_SUFFIX, pc.if_else(held, values, absent))
+        self.set_parsed(name, pc.if_else(held, absent, values))
+
+    def metadata_rows(self, name: str) -> pa.Array | None:
+        """Where an entry holds `name` as structured metadata (None: no entry does)."""
+        if name not in self.metadata_names:
+            return None
+        column = self.labels.get(name)
+        if column is None or column.null_count == len(column):
+            return None
+        held = pc.is_valid(column)
+        if name in self.parsed:  # a parser or formatter wrote over it on some entries, or all
+            rows = self.parsed_rows.get(name)
+            if rows is None:
+                return None
+            held = pc.and_(held, pc.invert(rows))
+        return held if pc.any(held).as_py() else None
+
+    def mark_parsed(self, name: str, rows: pa.Array | None = None) -> None:
+        """Record that a parser/formatter wrote `name` on `rows` (None: on every entry holding it)."""
+        if rows is None:
+            self.parsed_rows.pop(name, None)
+        elif name in self.parsed_rows:
+            self.parsed_rows[name] = pc.or_(self.parsed_rows[name], pc.fill_null(rows, False))
+        elif name not in self.parsed:  # a parsed column without rows is parsed throughout already
+            self.parsed_rows[name] = pc.fill_null(rows, False)
         self.parsed = self.parsed | {name}
 
     def drop_label(self, name: str) -> None:

@@ -117,7 +117,7 @@ class JsonParserStage:
         n = len(batch)
         columns: dict[str, list[str | None]] = {}
         errors: list[str | None] = [None] * n
-        wanted = self._wanted_keys(batch.origin)
+        wanted = self._wanted_keys(batch)
         for row, line in enumerate(batch.line.to_pylist()):
             if wanted is not None and not wanted and _is_object(line or ""):
                 continue  # nothing to extract from a well-formed line: only errors matter
@@ -134,18 +134,19 @@ class JsonParserStage:
             if not name:
                 continue
             target = name + EXTRACTED_SUFFIX if name in batch.origin else name
-            batch.set_parsed(target, pa.array(values, pa.string()))
+            batch.set_parser_label(target, pa.array(values, pa.string()))
         err = pa.array(errors, pa.string())
         set_error(batch, pa.array([e is not None for e in errors]), ERR_JSON, err)
         return batch
 
-    def _wanted_keys(self, origin) -> frozenset[str] | None:
+    def _wanted_keys(self, batch: LogBatch) -> frozenset[str] | None:
         """Flattened keys whose labels the hints ask for (None: all of them)."""
         if self.only is None:
             return None
-        wanted = {name for name in self.only if name not in origin}
+        renamed = batch.origin.names() + sorted(batch.metadata_names)  # keys that may get `_extracted`
+        wanted = {name for name in self.only if name not in batch.origin}
         wanted |= {name[:-len(EXTRACTED_SUFFIX)] for name in self.only
-                   if name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in origin}
+                   if name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in renamed}
         return frozenset(wanted)
 
     def _extract(self, batch: LogBatch) -> LogBatch:
@@ -156,12 +157,14 @@ class JsonParserStage:
             values = [None if not line or bad[i] else _path_value(line, path)
                       for i, line in enumerate(lines)]
             target = label + EXTRACTED_SUFFIX if label in batch.origin else label
-            batch.set_parsed(target, pa.array(values, pa.string()))
+            batch.set_parser_label(target, pa.array(values, pa.string()))
             if label not in batch.stream:
                 # A missing path still yields the label, empty, unless the entry already has it.
-                filled = pc.if_else(parsed, pc.coalesce(batch.label(label), ""), batch.label(label))
-                batch.set_label(label, filled)
-                batch.parsed = batch.parsed | {label}
+                current = batch.label(label)
+                missing = pc.and_(parsed, pc.is_null(current))
+                if pc.any(missing).as_py():
+                    batch.set_label(label, pc.if_else(missing, pa.scalar("", pa.string()), current))
+                    batch.mark_parsed(label, missing)
         set_error(batch, pa.array(bad), ERR_JSON)
         return batch
 

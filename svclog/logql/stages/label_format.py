@@ -57,6 +57,6 @@ def _rename(batch: LogBatch, dst: str, src: str) -> None:
     value = batch.label(src)
     present = pc.is_valid(value)
     batch.set_label(dst, pc.if_else(present, value, batch.label(dst)))
-    batch.parsed = batch.parsed | {dst}
+    batch.mark_parsed(dst, present)
     # Renaming a label onto itself deletes it, as the reference's set-then-delete does.
     batch.set_label(src, pc.if_else(present, pa.scalar(None, pa.string()), batch.label(src)))

@@ -5,7 +5,8 @@ bare `key` (empty value), bytes <= ' ' separate pairs. A malformed pair (`a=b=c`
 `"x`, `=v`) is skipped; with `--strict` parsing stops there and the entry gets
 `__error__=LogfmtParserErr` plus the decoder's message (byte position, 1-based).
 Empty values are dropped unless `--keep-empty`. Keys are sanitised like json keys
-and a key that is a stream label gets `_extracted`; a repeated key keeps the last value.
+and a key that is a stream label (or the entry's structured metadata) gets `_extracted`;
+a repeated key keeps the last value.
 
 The full parse is a per-entry loop, stepping token by token with compiled regexes.
 When the engine's hints name the few labels a query can observe, plain lines are read
@@ -162,7 +163,8 @@ class LogfmtParserStage:
 
     def _process_only(self, batch: LogBatch) -> LogBatch:
         line, origin = batch.line, batch.origin
-        if any(name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in origin for name in self.only):
+        renamed = origin.names() + sorted(batch.metadata_names)  # keys that may get `_extracted`
+        if any(name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in renamed for name in self.only):
             return self._process_all(batch)  # two line keys (`x`, `x_extracted`) give that label
         plain = pc.fill_null(pc.and_(pc.match_substring_regex(line, _PLAIN_LINE),
                                      pc.invert(pc.match_substring(line, _RUNE_ERROR))), False)
@@ -176,7 +178,7 @@ class LogfmtParserStage:
                 values = pc.replace_with_mask(values, rest, pa.array(scanned.get(name, [None] * len(rest_rows)),
                                                                      pa.string()))
             if values.null_count < len(values):
-                batch.set_parsed(name, values)
+                batch.set_parser_label(name, values)
         return batch
 
     @staticmethod
@@ -209,12 +211,8 @@ class LogfmtParserStage:
     def _process_all(self, batch: LogBatch) -> LogBatch:
         n = len(batch)
         origin = batch.origin
-        columns: dict[str, list[str | None]] = {}
+        columns: dict[str, list[str | None]] = {label: [None] * n for label in self.params}
         errors: list[str | None] = [None] * n
-        if self.params:
-            for label in self.params:
-                if label not in origin:
-                    columns[label] = [""] * n
         names: dict[str, str | None] = {}  # raw key -> label name (None: not extracted)
         for row, line in enumerate(batch.line.to_pylist()):
             pairs, errors[row] = _first_error_pairs(line or "", self.strict)
@@ -235,7 +233,11 @@ class LogfmtParserStage:
                 if self.first_key_only:
                     break
         for name, values in columns.items():
-            batch.set_parsed(name, pa.array(values, pa.string()))
+            column = pa.array(values, pa.string())
+            if name in self.params and name not in origin:
+                column = _default_empty(batch, name, column)
+            if column.null_count < n:
+                batch.set_parser_label(name, column)
         err = pa.array(errors, pa.string())
         set_error(batch, pa.array([e is not None for e in errors]), ERR_LOGFMT, err)
         return batch
@@ -253,6 +255,15 @@ class LogfmtParserStage:
         if sanitized not in self.params:
             return None
         return sanitized + EXTRACTED_SUFFIX if sanitized in origin else sanitized
+
+
+def _default_empty(batch: LogBatch, label: str, values: pa.Array) -> pa.Array:
+    """`logfmt label=...` gives every entry the label, "" when the key is missing, except
+    where the entry holds it as structured metadata (the reference presets "" only where
+    the name is neither a stream label nor the entry's structured metadata)."""
+    held = batch.metadata_rows(label)
+    filled = pc.coalesce(values, pa.scalar("", pa.string()))
+    return filled if held is None else pc.if_else(held, values, filled)
 
 
 def _matched_value(found: pa.Array) -> pa.Array:

@@ -120,6 +120,6 @@ class PatternParserStage:
                 columns[j][row] = value
         for name, values in zip(names, columns):
             target = name + EXTRACTED_SUFFIX if name in batch.origin else name
-            batch.set_parsed(target, pa.array(values, pa.string()))
+            batch.set_parser_label(target, pa.array(values, pa.string()))
         return batch
 

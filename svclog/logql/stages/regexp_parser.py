@@ -2,7 +2,8 @@
 
 A matching line sets every named group (a group that did not take part is ""); a
 line that does not match passes through unchanged. A group named like a stream label
-overrides it (no `_extracted` suffix, unlike json/logfmt). `pc.extract_regex` (RE2) does the
+(or the entry's structured metadata) is stored as `<name>_extracted`, as every parser
+of the reference's 3.7 release does. `pc.extract_regex` (RE2) does the
 work; it rejects unnamed groups, so those are rewritten as non-capturing first.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.logql import ast
-from svclog.logql.stages.batch import LogBatch
+from svclog.logql.stages.batch import EXTRACTED_SUFFIX, LogBatch
 from svclog.logql.stages.json_parser import sanitize_key
 from svclog.model import ParseError, is_valid_label_name
 
@@ -78,7 +79,6 @@ class RegexpParserStage:
         matched = pc.is_valid(found)
         for name in self.names:
             values = pc.if_else(matched, pc.struct_field(found, name), pa.scalar(None, pa.string()))
-            # The reference does not suffix regexp captures: a capture named like a
-            # stream label replaces it (recorded conformance case).
-            batch.set_parsed(sanitize_key(name), values)
+            key = sanitize_key(name)
+            batch.set_parser_label(key + EXTRACTED_SUFFIX if key in batch.origin else key, values)
         return batch
