@@ -29,6 +29,7 @@ from svclog.serve.handlers import Handlers
 from svclog.serve.admin_routes import add_admin_routes
 from svclog.serve.body_limit import BodyLimit
 from svclog.serve.delete_routes import add_delete_routes
+from svclog.serve.drilldown import otlp_index_labels
 from svclog.serve import runtime
 from svclog.serve.otlp_routes import add_otlp_routes
 from svclog.serve.pattern_routes import add_pattern_routes
@@ -284,6 +285,8 @@ class Gateway:
             max_body_bytes=cfg.server.max_request_body_bytes,
             config_yaml=lambda mode: config_to_yaml(cfg, mode),
             limits_for=lambda tenant: limits_for(cfg, tenant),  # volume_enabled / volume_max_series per tenant
+            pattern_ingester_enabled=cfg.pattern_ingester.enabled,
+            otlp_index_labels=otlp_index_labels(cfg),
         ))
 
 
