@@ -21,6 +21,8 @@ from svclog.logql.printer import format_query
 from svclog.model import NotFoundError, SvcError, ValidationError, parse_tenants, single_tenant
 from svclog.querier.volume import cap_volume_series, validate_aggregate_by, volume_fetch_limit
 from svclog.scheduler.actor_path import actor_path_from_headers
+from svclog.serve import drilldown
+from svclog.serve.codecs.otlp import DEFAULT_INDEX_LABELS
 from svclog.serve.codecs.parquet import to_parquet, wants_parquet
 from svclog.serve.errors import BodyTooLarge, error_response
 from svclog.serve.legacy import legacy_query_body, legacy_values_body
@@ -50,7 +52,8 @@ def _json(data: Any, status: int = 200) -> Response:
 class Handlers:
     def __init__(self, backend: Backend, *, auth_enabled: bool, multi_tenant_queries: bool,
                  max_body_bytes: int, config_yaml: Any = None,
-                 volume_enabled: bool = True, limits_for: Callable[[str], LimitsConfig] | None = None):
+                 volume_enabled: bool = True, limits_for: Callable[[str], LimitsConfig] | None = None,
+                 pattern_ingester_enabled: bool = False, otlp_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS):
         self.backend = backend
         self.auth_enabled = auth_enabled
         self.multi_tenant_queries = multi_tenant_queries
@@ -59,6 +62,8 @@ class Handlers:
         # per-tenant limits (runtime overrides); without them one global volume_enabled switch
         fixed = replace(LimitsConfig(), volume_enabled=volume_enabled)
         self.limits_for = limits_for or (lambda tenant: fixed)
+        self.pattern_ingester_enabled = pattern_ingester_enabled  # drilldown-limits reports these two
+        self.otlp_index_labels = otlp_index_labels
 
     # ------------------------------------------------------------ tenants
 
@@ -252,6 +257,41 @@ class Handlers:
         text = self.config_yaml(mode or None) if self.config_yaml else ""
         wants_yaml = "application/yaml" in request.headers.get("accept", "")
         return PlainTextResponse(text, media_type="application/yaml" if wants_yaml else "text/plain; charset=utf-8")
+
+    # ------------------------------------------------------------ Logs Drilldown (bare answer objects)
+
+    async def detected_labels(self, request: Request) -> Response:
+        try:
+            tenants = self._query_tenants(request)
+            form = _first_values(await read_params(request))
+            return _json(await drilldown.detected_labels(self.backend, tenants, form))
+        except SvcError as err:
+            return error_response(err)
+
+    async def detected_fields(self, request: Request) -> Response:
+        return await self._detected_fields(request, None)
+
+    async def detected_field_values(self, request: Request) -> Response:
+        return await self._detected_fields(request, request.path_params["name"])
+
+    async def _detected_fields(self, request: Request, name: str | None) -> Response:
+        try:
+            tenants = self._query_tenants(request)
+            form = _first_values(await read_params(request))
+            body = await drilldown.detected_fields(self.backend, tenants, form, name,
+                                                   actor_path_from_headers(request.headers))
+            return _json(body)
+        except SvcError as err:
+            return error_response(err)
+
+    async def drilldown_limits(self, request: Request) -> Response:
+        try:
+            limits = self.limits_for(self._tenant(request))
+            return _json(drilldown.drilldown_limits(limits, self.otlp_index_labels,
+                                                    pattern_ingester_enabled=self.pattern_ingester_enabled,
+                                                    version=telemetry.build_info()["version"]))
+        except SvcError as err:
+            return error_response(err)
 
 
 def _first_values(params) -> dict[str, str]:
