@@ -32,6 +32,7 @@ METADATA_TOO_LARGE = "structured_metadata_too_large"
 METADATA_TOO_MANY = "structured_metadata_too_many"
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_]")
+_RUNE_ERROR = "\ufffd"
 
 
 class UnparsedLabels(Labels):
@@ -206,10 +207,13 @@ def _check_entry(
 
 
 def _normalize_metadata(entry: Entry) -> Entry:
-    """Make metadata names valid label names, so queries can address them (the reference does too)."""
-    if all(is_valid_label_name(name) for name, _ in entry.metadata):
+    """Metadata as the reference's distributor stores it, after validation: names made valid
+    label names, U+FFFD in values replaced by a space, and empty values dropped (its label
+    builder treats an empty value as no label)."""
+    if all(value and is_valid_label_name(name) and _RUNE_ERROR not in value for name, value in entry.metadata):
         return entry
-    fixed = tuple((normalize_metadata_name(name), value) for name, value in entry.metadata)
+    fixed = tuple((normalize_metadata_name(name), value.replace(_RUNE_ERROR, " "))
+                  for name, value in entry.metadata if value)
     return Entry(entry.ts, entry.line, fixed)
 
 

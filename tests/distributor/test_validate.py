@@ -177,3 +177,16 @@ def test_single_error_message_is_plain():
 def test_rejected_bytes_include_metadata():
     report = run(stream({"app": "a"}, entry("line", NOW + NS * 3600, k="vv")))
     assert (report.rejected_entries, report.rejected_bytes) == (1, 4 + 3)
+
+
+def test_empty_metadata_values_are_dropped_after_validation():
+    # the reference's label builder drops empty values; its limits still count them
+    report = run(stream({"app": "a"}, entry("l", empty="", kept="v"), entry("m", only="")))
+    assert [e.metadata for e in report.accepted[0].entries] == [(("kept", "v"),), ()]
+    report = run(stream({"app": "a"}, entry("l", empty="", kept="v")), max_structured_metadata_entries_count=1)
+    assert report.rejected_entries == 1
+
+
+def test_replacement_characters_in_metadata_values_become_spaces():
+    report = run(stream({"app": "a"}, entry("l", k="a\ufffdb")))
+    assert report.accepted[0].entries[0].metadata == (("k", "a b"),)
