@@ -10,6 +10,7 @@ import ray
 from ray import serve
 
 from svclog.actors.compactor_actor import RemoteCompactor
+from svclog.actors.head import lean_local_head
 from svclog.actors.indexgateway_actor import RemoteIndexGateway
 from svclog.actors.pattern_actor import RemotePatternIngester
 from svclog.actors.ruler_actor import RemoteRuler
@@ -48,11 +49,20 @@ def connect(cfg: Config) -> None:
     # unbounded queue and a tail client that stops reading grows the gateway without limit.
     os.environ.setdefault("RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD", "0")
     address = cfg.ray.address or None
+    if address is None:
+        # A replica behind HAProxy stays reachable this long after it is told to stop, for load
+        # balancers to deregister it (Serve's default 30 s made every Ctrl-C take 30 s); on one
+        # node our own HAProxy is reconfigured at once. Pushes are durable on ack (WAL).
+        os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
     kwargs = {"namespace": NAMESPACE, "include_dashboard": bool(cfg.ray.dashboard),
               "log_to_driver": False, "configure_logging": False}
     if address is None and cfg.ray.object_store_memory:
         kwargs["object_store_memory"] = cfg.ray.object_store_memory
-    ray.init(address=address, **kwargs)
+    if address is None:
+        with lean_local_head(keep_dashboard=bool(cfg.ray.dashboard)):
+            ray.init(**kwargs)
+    else:
+        ray.init(address=address, **kwargs)
 
 
 def _free_port() -> int:

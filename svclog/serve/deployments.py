@@ -317,12 +317,18 @@ def scaling(cfg: Config, max_ongoing_requests: int) -> dict:
     return {"autoscaling_config": config}
 
 
+# A stop (Ctrl-C, SIGTERM, scale-down) waits this long for requests in flight: Serve's defaults
+# (20 s, polled every 2 s) made every clean stop take ~30 s while pushes are durable on ack
+# (WAL) and clients retry what a stop cut short.
+SHUTDOWN = {"graceful_shutdown_timeout_s": 3.0, "graceful_shutdown_wait_loop_s": 0.25}
+
+
 def build_application(cfg: Config, num_queriers: int, components: frozenset[str] = frozenset(targets.COMPONENTS)):
     """The bound Serve application: gateway -> distributor and query frontend (those the targets run)."""
     serve_cpus = cfg.ray.serve_num_cpus
     frontend = serve.deployment(QueryFrontendDeployment, name="query-frontend",
                                 ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64,
-                                **scaling(cfg, 64))
+                                **SHUTDOWN, **scaling(cfg, 64))
     gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": serve_cpus},
-                               max_ongoing_requests=128, **scaling(cfg, 128))
+                               max_ongoing_requests=128, **SHUTDOWN, **scaling(cfg, 128))
     return gateway.bind(cfg, frontend.bind(cfg, num_queriers) if components & {"query-frontend", "querier"} else None)

@@ -1,0 +1,50 @@
+"""Starting a lean local Ray head: only the processes a single-node svclog uses.
+
+`ray.init()` on a fresh machine also starts the dashboard's API server, the autoscaler monitor
+and the log monitor (~300 MB RSS and three processes on this machine). A local single-node
+cluster never autoscales, svclog does not forward worker logs to the driver
+(`log_to_driver=False`), and without `ray.dashboard` nothing reads the API server, so a local
+start leaves them out. `ray.init` has no switch for these, so this module adjusts the head's
+start parameters for the duration of that one call; if a Ray release renames what it touches,
+the start falls back to Ray's full set of processes (logged), never fails.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+
+log = logging.getLogger("svclog")
+
+
+@contextlib.contextmanager
+def lean_local_head(keep_dashboard: bool) -> Iterator[None]:
+    """Within this block, a local `ray.init()` starts its head without the monitors (and without
+    the dashboard API server unless `keep_dashboard`)."""
+    try:
+        from ray._private import node as node_module
+        from ray._private import parameter as parameter_module
+
+        params_init = parameter_module.RayParams.__init__
+        start_api_server = node_module.Node.start_api_server
+    except (ImportError, AttributeError) as err:
+        log.info("lean Ray head unavailable on this Ray release (%s): starting Ray's full head", err)
+        yield
+        return
+
+    def lean_params(self, *args, **kwargs):
+        params_init(self, *args, **kwargs)
+        self.include_log_monitor = False
+        self.no_monitor = True
+
+    def no_api_server(self, **_kwargs):
+        self._webui_url = None
+
+    parameter_module.RayParams.__init__ = lean_params
+    if not keep_dashboard:
+        node_module.Node.start_api_server = no_api_server
+    try:
+        yield
+    finally:
+        parameter_module.RayParams.__init__ = params_init
+        node_module.Node.start_api_server = start_api_server
