@@ -79,7 +79,7 @@ class SealedChunk:
     sealed_ns: int = 0
 
     @classmethod
-    def from_table(cls, table: pa.Table, sealed_ns: int | None = None) -> "SealedChunk":
+    def from_table(cls, table: pa.Table, sealed_ns: int | None = None) -> SealedChunk:
         table = sort_dedupe(table)
         ts = table.column("ts")
         return cls(table, int(pc.min(ts).as_py()), int(pc.max(ts).as_py()),

@@ -1,4 +1,6 @@
 """Entries sharing a timestamp keep push order through head blocks, sealing and the chunk format."""
+from itertools import pairwise
+
 import numpy as np
 import pyarrow as pa
 
@@ -73,4 +75,4 @@ def test_chunk_round_trip_keeps_tie_order_across_blocks():
 
 def test_seal_stamps_increase_strictly():
     stamps = [next_seal_ns() for _ in range(1000)]
-    assert all(b > a for a, b in zip(stamps, stamps[1:]))
+    assert all(b > a for a, b in pairwise(stamps))

@@ -84,7 +84,7 @@ def test_limit_cuts_inside_a_tie_run(cluster):
     _push(ings[:1], ["after"], ts=T + 1)
     ings[0].flush(force=True)
     _push(ings[:1], ["late same ts"])  # pushed after the flush: last among equals
-    source = lambda: StoreSource(["t"], IndexReader(store), chunks, Replicas(ings[:1]))  # noqa: E731
+    source = lambda: StoreSource(["t"], IndexReader(store), chunks, Replicas(ings[:1]))
     assert _lines(source(), direction="forward", limit=4) == ["before", *PUSHED[:3]]
     assert _lines(source(), direction="backward", limit=4) == ["after", "late same ts", *PUSHED[:-3:-1]]
     assert _lines(source(), query='{app="ties"} |~ "(second|fifth|seventh)"', direction="backward", limit=2) \
