@@ -12,6 +12,9 @@ from svclog.logql.template import nodes as n
 from svclog.logql.template.errors import TemplateExecError
 from svclog.logql.template.functions import FUNCS
 from svclog.logql.template.gotime import GoTime
+from svclog.logql.template.limits import (
+    MAX_OUTPUT, MAX_RANGE_ITERATIONS, TemplateLimitError, check_iterations, check_output,
+)
 from svclog.logql.template.parser import Parsed
 from svclog.logql.template.values import GoInt64, format_v, truth, type_name
 
@@ -20,7 +23,7 @@ _GO_KIND = {"str": "string", "int": "int", "float": "float64", "time": "time.Tim
 
 
 class State:
-    __slots__ = ("depth", "labels", "line", "out", "ts_ns", "vars")
+    __slots__ = ("depth", "labels", "line", "out", "size", "steps", "ts_ns", "vars")
 
     def __init__(self, labels: Mapping[str, str], line: str, ts_ns: int) -> None:
         self.labels = labels
@@ -28,7 +31,15 @@ class State:
         self.ts_ns = ts_ns
         self.vars: list[list] = [["$", labels]]
         self.out: list[str] = []
+        self.size = 0  # characters in out (bounded by limits.MAX_OUTPUT)
+        self.steps = 0  # range iterations so far (bounded by limits.MAX_RANGE_ITERATIONS)
         self.depth = 0
+
+    def emit(self, text: str) -> None:
+        self.size += len(text)
+        if self.size > MAX_OUTPUT:
+            check_output("the rendered text", self.size)
+        self.out.append(text)
 
 
 Run = Callable[[State, object], None]
@@ -118,14 +129,14 @@ class Compiler:
     def stmt(self, node: n.Node) -> Run:
         if isinstance(node, n.Text):
             text = node.text
-            return lambda st, dot: st.out.append(text)
+            return lambda st, dot: st.emit(text)
         if isinstance(node, n.Action):
             pipe = self.pipe(node.pipe)
             if node.pipe.decl:
                 def declare(st: State, dot: object) -> None:
                     pipe(st, dot)
                 return declare
-            return lambda st, dot: st.out.append(print_value(pipe(st, dot)))
+            return lambda st, dot: st.emit(print_value(pipe(st, dot)))
         if isinstance(node, n.Branch):
             return self.range_(node) if node.kind == "range" else self.if_with(node)
         if isinstance(node, n.Break):
@@ -180,6 +191,9 @@ class Compiler:
                     return
                 top = len(st.vars)
                 for key, elem in items:
+                    st.steps += 1
+                    if st.steps > MAX_RANGE_ITERATIONS:
+                        check_iterations(st.steps)
                     if is_assign:
                         _assign_loop_vars(st, decl, key, elem)
                     elif ndecl:
@@ -305,8 +319,11 @@ class Compiler:
                     values.append(_check(final, final_kind))
                 if context is not None:
                     values.insert(0, st.line if context == "line" else st.ts_ns if context == "ts" else st.labels)
-                return fn(*values)
-            except TemplateExecError:
+                result = fn(*values)
+                if type(result) is str and len(result) > MAX_OUTPUT:  # amplifiers check before building
+                    check_output(name, len(result))
+                return result
+            except (TemplateExecError, TemplateLimitError):
                 raise
             except _Fail as exc:
                 raise TemplateExecError(where + str(exc)) from None
@@ -432,7 +449,22 @@ def _constant(node: n.Node, kind: str) -> object:
     return _NOT_CONST
 
 
-def _range_items(val: object, ndecl: int) -> list[tuple[object, object]]:
+class _IntRange:
+    """`range N`'s (index, value) pairs, made as iterated: a huge N costs nothing until run."""
+
+    __slots__ = ("n",)
+
+    def __init__(self, n: int) -> None:
+        self.n = max(n, 0)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self):
+        return ((i, i) for i in range(self.n))
+
+
+def _range_items(val: object, ndecl: int) -> list[tuple[object, object]] | _IntRange:
     if val is None:
         return []
     if isinstance(val, list):
@@ -442,5 +474,5 @@ def _range_items(val: object, ndecl: int) -> list[tuple[object, object]]:
     if type(val) in (int, GoInt64):
         if ndecl > 1:
             raise _Fail(f"can't use {val} to iterate over more than one variable")
-        return [(i, i) for i in range(int(val))]  # type: ignore[call-overload]
+        return _IntRange(int(val))  # type: ignore[call-overload]
     raise _Fail(f"range can't iterate over {format_v(val)}")

@@ -9,6 +9,7 @@ import binascii
 import json
 
 from svclog.logql.template.goregex import count_matches, replace_all
+from svclog.logql.template.limits import check_output
 
 # unicode.IsSpace: what strings.TrimSpace trims and strings.Title splits on.
 GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
@@ -56,8 +57,22 @@ def title(s: str) -> str:
     return "".join(out)
 
 
+def replaced_size(s: str, old: str, new: str, n: int = -1) -> int:
+    """The length of s with `old` replaced by `new` (at most n times), without building it."""
+    found = len(s) + 1 if old == "" else s.count(old)
+    if n >= 0:
+        found = min(found, n)
+    return len(s) + found * (len(new) - len(old))
+
+
 def go_replace(s: str, old: str, new: str, n: int) -> str:
+    check_output("Replace", replaced_size(s, old, new, n))
     return s.replace(old, new, n if n >= 0 else -1)
+
+
+def sprig_replace(old: str, new: str, s: str) -> str:
+    check_output("replace", replaced_size(s, old, new))
+    return s.replace(old, new)
 
 
 def trim_space(s: str) -> str:
@@ -67,6 +82,7 @@ def trim_space(s: str) -> str:
 def repeat(count: int, s: str) -> str:
     if count < 0:
         raise ValueError("strings: negative Repeat count")
+    check_output("repeat", count * len(s))
     return s * count
 
 
@@ -92,6 +108,7 @@ def substr(start: int, end: int, s: str) -> str:
 
 
 def indent(spaces: int, s: str) -> str:
+    check_output("indent", len(s) + max(spaces, 0) * (s.count("\n") + 1))
     pad = " " * spaces
     return pad + s.replace("\n", "\n" + pad)
 
@@ -101,6 +118,7 @@ def nindent(spaces: int, s: str) -> str:
 
 
 def align_left(count: int, s: str) -> str:
+    check_output("alignLeft", count)
     n = len(s)
     if count < 0 or count == n:
         return s
@@ -108,6 +126,7 @@ def align_left(count: int, s: str) -> str:
 
 
 def align_right(count: int, s: str) -> str:
+    check_output("alignRight", count)
     n = len(s)
     if count < 0 or count == n:
         return s
@@ -205,7 +224,7 @@ TEXT_FUNCS: dict[str, tuple[object, tuple[str, ...]]] = {
     "hasSuffix": (lambda p, s: s.endswith(p), ("str", "str")),
     "indent": (indent, ("int", "str")),
     "nindent": (nindent, ("int", "str")),
-    "replace": (lambda old, new, s: s.replace(old, new), ("str", "str", "str")),
+    "replace": (sprig_replace, ("str", "str", "str")),
     "repeat": (repeat, ("int", "str")),
     "trim": (trim_space, ("str",)),
     "trimAll": (lambda cut, s: s.strip(cut), ("str", "str")),

@@ -9,6 +9,7 @@ import math
 from collections.abc import Mapping
 
 from svclog.logql.template.gotime import GoTime
+from svclog.logql.template.limits import check_output
 from svclog.logql.template.values import GoInt64, format_float_shortest, format_v, type_name
 
 _NAMED_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
@@ -188,11 +189,20 @@ def format_arg(arg: object, spec: _Spec) -> str:
     return _pad(str(arg), spec)
 
 
+def _too_large(x: int) -> bool:
+    """Go's fmt refuses widths and precisions beyond a million (a crazy long number, most likely)."""
+    return not -1_000_000 <= x <= 1_000_000
+
+
 def _read_int(fmt: str, i: int) -> tuple[int | None, int]:
-    j = i
-    while j < len(fmt) and fmt[j].isdigit():
+    """Go's parsenum: ASCII digits; on overflow no number and the rest of the format consumed."""
+    j, num = i, 0
+    while j < len(fmt) and "0" <= fmt[j] <= "9":
+        if _too_large(num):
+            return None, len(fmt)
+        num = num * 10 + ord(fmt[j]) - 48
         j += 1
-    return (int(fmt[i:j]) if j > i else None), j
+    return (num if j > i else None), j
 
 
 class _Printf:
@@ -219,6 +229,7 @@ class _Printf:
                 break
             spec.verb = fmt[self.i]
             self.i += 1
+            check_output("printf", max(spec.width or 0, spec.prec or 0))  # before any padding is built
             self.verb(spec)
         if not self.reordered and self.argn < len(self.args):
             extra = ", ".join("<nil>" if a is None else f"{type_name(a)}={format_v(a)}" for a in self.args[self.argn :])
@@ -259,7 +270,7 @@ class _Printf:
         self.i += 1
         arg = self.args[self.argn] if 0 <= self.argn < len(self.args) else None
         self.argn += 1
-        if type(arg) in (int, GoInt64):
+        if type(arg) in (int, GoInt64) and not _too_large(int(arg)):  # type: ignore[call-overload]
             return int(arg)  # type: ignore[call-overload]
         self.out.append(bad)
         return None

@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import re2
 
+from svclog.logql.template.limits import check_output
 from svclog.model import ParseError, compile_go_regexp
 
 
@@ -27,19 +28,17 @@ def compile_go(pattern: str) -> re2._Regexp:
 
 
 def iter_matches(rx: re2._Regexp, s: str):
-    """Matches in Go's order: an empty match right after the previous match is skipped."""
-    pos, prev_end, n = 0, -1, len(s)
-    while pos <= n:
-        m = rx.search(s, pos)
-        if m is None:
-            return
+    """Matches in Go's order: an empty match right after the previous match is skipped.
+
+    re2's finditer encodes the text once and advances as Go does (one rune past an empty
+    match); a `search(s, pos)` per match would re-encode the text each time, quadratic."""
+    prev_end = -1
+    for m in rx.finditer(s):
         start, end = m.span()
         if start == end and start == prev_end:
-            pos = start + 1
             continue
         yield m
         prev_end = end
-        pos = end if end > start else end + 1
 
 
 def count_matches(pattern: str, s: str) -> int:
@@ -77,17 +76,18 @@ def _parse_template(repl: str) -> tuple[str | int | tuple[str], ...]:
     return tuple(parts)
 
 
-def _expand(m: re2._Match, parts: tuple[str | int | tuple[str], ...]) -> str:
+def _expand(m: re2._Match, parts: tuple[str | int | tuple[str], ...], names: dict[str, int]) -> str:
+    # The match's groups are read once: each re2 accessor call costs microseconds.
+    values = (m.group(0), *m.groups())
     out: list[str] = []
-    groups = m.re.groupindex
     for p in parts:
         if isinstance(p, str):
             out.append(p)
         elif isinstance(p, int):
-            if p <= m.re.groups:
-                out.append(m.group(p) or "")
-        elif p[0] in groups:
-            out.append(m.group(p[0]) or "")
+            if p < len(values):
+                out.append(values[p] or "")
+        elif p[0] in names:
+            out.append(values[names[p[0]]] or "")
     return "".join(out)
 
 
@@ -95,11 +95,15 @@ def replace_all(pattern: str, s: str, repl: str, literal: bool = False) -> str:
     """regexp.ReplaceAllString (or ReplaceAllLiteralString)."""
     rx = compile_go(pattern)
     parts = None if literal else _parse_template(repl)
+    names = dict(rx.groupindex)
     out: list[str] = []
-    last = 0
+    last = size = 0
     for m in iter_matches(rx, s):
+        piece = repl if parts is None else _expand(m, parts, names)
+        size += m.start() - last + len(piece)
+        check_output("regexReplaceAll", size)  # `$1` expansions can grow quadratically
         out.append(s[last : m.start()])
-        out.append(repl if parts is None else _expand(m, parts))
+        out.append(piece)
         last = m.end()
     out.append(s[last:])
     return "".join(out)
