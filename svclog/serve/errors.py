@@ -100,3 +100,18 @@ def error_response(err: Exception) -> Response:
         return Response(status_code=200)
     headers = {"Retry-After": RETRY_AFTER_S} if status == 503 else None  # the client may come back soon
     return PlainTextResponse(message + "\n", status_code=status, headers=headers)
+
+
+async def unknown_route_response(request: object, exc: Exception) -> Response:
+    """The framework's own HTTP errors, answered as the reference's router does instead of with
+    FastAPI's JSON: Go's `404 page not found` text for a path no route serves, an empty 405 for
+    a method the path does not take; other statuses keep their text, plain as well."""
+    status = int(getattr(exc, "status_code", 500))
+    if status == 404:
+        return PlainTextResponse("404 page not found\n", status_code=404)
+    if status == 405:
+        return Response(status_code=405, headers=getattr(exc, "headers", None))
+    detail = getattr(exc, "detail", "")
+    return PlainTextResponse(f"{detail}\n" if detail else "", status_code=status,
+                             headers=getattr(exc, "headers", None))
+

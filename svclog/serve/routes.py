@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 
+from svclog.serve.errors import unknown_route_response
 from svclog.serve.tenant_header import SingleOrgIdHeader
 
 API_PREFIXES = ("/svc", "/loki")
@@ -71,4 +73,5 @@ def add_routes(app: FastAPI) -> FastAPI:
         for path in paths:
             app.add_api_route(path, _endpoint(name), methods=methods, include_in_schema=False)
     app.add_middleware(SingleOrgIdHeader)  # wraps every route of the app, those added later too
+    app.add_exception_handler(StarletteHTTPException, unknown_route_response)  # plain 404, not JSON
     return app
