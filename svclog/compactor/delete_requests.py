@@ -71,10 +71,12 @@ class DeleteRequest:
         return f"{int(done * 100 / len(self.shards))}% Complete"
 
     def to_api(self) -> dict:
-        """The list-response record (times as Unix seconds, with milliseconds when present)."""
+        """The list-response record (times as Unix seconds, with milliseconds when present).
+
+        `user_id` is always "": the reference keeps the field in its listing but blanks it."""
         return {"request_id": self.request_id, "start_time": _seconds(self.start_ms),
                 "end_time": _seconds(self.end_ms), "query": self.query, "status": self.status(),
-                "created_at": _seconds(self.created_at_ms)}
+                "created_at": _seconds(self.created_at_ms), "user_id": ""}
 
     def to_bytes(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":")).encode()

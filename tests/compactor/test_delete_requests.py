@@ -19,7 +19,7 @@ def test_create_list_cancel(compactor):
     listed = compactor.list_delete_requests("t")
     assert listed == [{"request_id": rid, "start_time": T0 // NS, "end_time": T0 // NS + 3600,
                        "query": '{app="ghost"} |= "boom"', "status": "received",
-                       "created_at": compactor.clock() // NS}]
+                       "created_at": compactor.clock() // NS, "user_id": ""}]  # the reference blanks user_id
     assert compactor.list_delete_requests("other") == []
     compactor.cancel_delete_request("t", rid)
     assert compactor.list_delete_requests("t") == []
