@@ -26,6 +26,7 @@ from svclog.actors.ring_actor import RemoteRing
 from svclog import targets
 from svclog.config import Config, replication_factor
 from svclog.serve.deployments import build_application
+from svclog.serve.standby import standby_application
 from svclog.serve.runtime import clear_log_level
 
 log = logging.getLogger("svclog")
@@ -83,6 +84,8 @@ def start(cfg: Config) -> dict:
     """
     connect(cfg)
     wanted = targets.components(cfg.targets())
+    name, prefix = targets.app_name_and_prefix(cfg.targets())
+    open_http(cfg, name, prefix)
     ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
     ray.get(ring.snapshot.remote())
     ingesters, queriers, backends = [], [], []
@@ -110,14 +113,22 @@ def start(cfg: Config) -> dict:
     if "pattern-ingester" in wanted and cfg.pattern_ingester.enabled:
         backends.append(RemotePatternIngester.options(**pattern_ingester_options()).remote(cfg))
     ray.get([actor.ready.remote() for actor in backends])
-    serve.start(http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
-                logging_config={"log_level": "WARNING", "enable_access_log": False})
-    name, prefix = targets.app_name_and_prefix(cfg.targets())
+    # Deployed in place of the standby: its replicas answer 503 until the real gateway is up.
     serve.run(build_application(cfg, max(1, cfg.ray.num_queriers), wanted), name=name, route_prefix=prefix,
               blocking=False)
     log.info("svclog (%s) serving on http://%s:%d%s", cfg.target, cfg.server.http_listen_address,
              cfg.server.http_listen_port, prefix)
-    return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name}
+    return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name,
+            "prefix": prefix}
+
+
+def open_http(cfg: Config, name: str, prefix: str) -> None:
+    """Start Serve's HTTP entry with the standby application on our route: from the moment the port
+    opens (before the actors, whose start can take a WAL replay) every route answers 503 with
+    Retry-After, never the 404 of an empty route table that shippers would not retry."""
+    serve.start(http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
+                logging_config={"log_level": "WARNING", "enable_access_log": False})
+    serve.run(standby_application("starting"), name=name, route_prefix=prefix, blocking=False)
 
 
 def start_index_gateways(cfg: Config) -> list:
@@ -138,10 +149,7 @@ def stop(handles: dict | None = None, cfg: Config | None = None, timeout_s: floa
     """A clean stop: the HTTP application goes first (no new work), the ingesters run their shutdown
     path (bounded by `timeout_s`), then every actor is killed, the ring last."""
     handles = handles or {}
-    try:
-        serve.delete(handles.get("app", APP_NAME))
-    except Exception:  # already gone
-        pass
+    close_http(handles.get("app", APP_NAME), handles.get("prefix"))
     stop_ingesters(handles.get("ingesters", []), cfg, timeout_s)
     _kill(handles.get("backends", []) + handles.get("queriers", []))
     if handles.get("ring") is not None:
@@ -150,6 +158,21 @@ def stop(handles: dict | None = None, cfg: Config | None = None, timeout_s: floa
         clear_log_level()  # a POSTed level lasts until the stop; the next start runs at the configured one
     except Exception:  # noqa: BLE001 - Ray already gone
         pass
+
+
+def close_http(app: str, prefix: str | None) -> None:
+    """No new work: the application is swapped for the standby, which answers 503 with Retry-After
+    until the process shuts Serve down and the port closes (deleting it would answer 404)."""
+    try:
+        if prefix is None:
+            raise LookupError("no route prefix recorded")
+        serve.run(standby_application("stopping"), name=app, route_prefix=prefix, blocking=False)
+    except Exception as err:  # noqa: BLE001 - Serve already gone or never started: delete what is left
+        log.warning("clean stop: standby not deployed (%s); deleting the application", err)
+        try:
+            serve.delete(app)
+        except Exception:  # already gone
+            pass
 
 
 def stop_ingesters(ingesters: list, cfg: Config | None, timeout_s: float = STOP_TIMEOUT_S) -> None:
