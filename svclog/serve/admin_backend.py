@@ -136,8 +136,9 @@ class RayAdmin:
             probes[name] = self._probe(name)
         results = dict(zip(probes, await asyncio.gather(*probes.values()), strict=True))
         results.update(await asyncio.to_thread(_deployment_states))
-        if self._local("distributor") and "gateway" in results:
-            results["distributor"] = results["gateway"]  # hosted by the HTTP entry's replicas
+        for hosted in ("distributor", "query-frontend"):  # hosted by the HTTP entry's replicas
+            if self._local(hosted) and "gateway" in results:
+                results[hosted] = results["gateway"]
         for name, (state, why) in results.items():
             self.services_set.observe(name, state, why)
         self.services_set.retain(set(results))  # an ingester that left the ring is no longer ours

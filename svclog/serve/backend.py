@@ -1,4 +1,5 @@
-"""The Ray Serve implementation of the handlers' Backend: deployment handles and actor calls."""
+"""The Ray Serve implementation of the handlers' Backend: the frontend and distributor hosted in
+this replica, and actor calls."""
 from __future__ import annotations
 
 import asyncio
@@ -23,22 +24,22 @@ class ServeBackend:
         return _raise_if_error(await self.distributor.push(tenant, body, content_type, content_encoding))
 
     async def query(self, tenants, request, actor_path=()):
-        return _raise_if_error(await self.frontend.query.remote(tenants, request, actor_path))
+        return _raise_if_error(await self.frontend.query(tenants, request, actor_path))
 
     async def series(self, tenants, selectors, start, end):
-        return _raise_if_error(await self.frontend.metadata.remote("series", tenants, selectors, start, end))
+        return _raise_if_error(await self.frontend.metadata("series", tenants, selectors, start, end))
 
     async def label_names(self, tenants, start, end, query):
-        return _raise_if_error(await self.frontend.metadata.remote("label_names", tenants, start, end, query))
+        return _raise_if_error(await self.frontend.metadata("label_names", tenants, start, end, query))
 
     async def label_values(self, tenants, name, start, end, query):
-        return _raise_if_error(await self.frontend.metadata.remote("label_values", tenants, name, start, end, query))
+        return _raise_if_error(await self.frontend.metadata("label_values", tenants, name, start, end, query))
 
     async def index_stats(self, tenants, query, start, end):
-        return _raise_if_error(await self.frontend.metadata.remote("index_stats", tenants, query, start, end))
+        return _raise_if_error(await self.frontend.metadata("index_stats", tenants, query, start, end))
 
     async def volume(self, tenants, *args):
-        return _raise_if_error(await self.frontend.metadata.remote("volume", tenants, *args))
+        return _raise_if_error(await self.frontend.metadata("volume", tenants, *args))
 
     async def ingester_stats(self):
         return await asyncio.to_thread(self.ingesters.call_all, "stats")

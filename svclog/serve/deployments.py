@@ -1,4 +1,4 @@
-"""Ray Serve deployments: the HTTP gateway (ingress), the distributor and the query frontend."""
+"""The Ray Serve deployment: the HTTP gateway (ingress), hosting the distributor and the query frontend."""
 from __future__ import annotations
 
 import asyncio
@@ -24,7 +24,8 @@ from svclog import targets
 from svclog.model import SvcError
 from svclog.serve.backend import ServeBackend
 from svclog.serve.codecs.push_columns import decode_push_columns
-from svclog.serve.errors import ErrorReply, QueryTimeout, Unavailable, remote_cause
+from svclog.logql.engine.guard import QueryLimits, QueryTimedOut, smallest_positive, timeout_error
+from svclog.serve.errors import ErrorReply, Unavailable, remote_cause
 from svclog.serve.handlers import Handlers
 from svclog.serve.admin_routes import add_admin_routes
 from svclog.serve.body_limit import BodyLimit
@@ -116,17 +117,18 @@ class HostedDistributor:
             return ErrorReply.of(err)
 
 
-class QueryFrontendDeployment:
-    """Plans queries into sub-queries, sends them through the fair scheduler to the queriers
-    and merges the partial results; metadata requests go to a querier directly."""
+class HostedFrontend:
+    """The query frontend, hosted in the HTTP entry's replicas (as the distributor is): plans
+    queries into sub-queries, sends them through the fair scheduler to the queriers and merges
+    the partial results; metadata requests go to a querier directly. A deployment of its own
+    cost one more process (~200 MB) and one more Ray hop that pickled every merged result."""
 
     def __init__(self, cfg: Config, num_queriers: int):
-        runtime.follow_log_level(cfg.server.log_level)
         self.num_queriers = num_queriers
         self._queriers: list = []
         self._scheduler = None
         self._next = itertools.count()
-        self.timeout = max(1.0, cfg.limits_config.query_timeout / 1e9)
+        self.cfg = cfg
         self.frontend = QueryFrontend(FrontendSettings(
             split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
             shards=num_queriers if cfg.query_range.parallelise_shardable_queries else 1,
@@ -149,38 +151,41 @@ class QueryFrontendDeployment:
             self._scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
         return self._scheduler
 
-    # A sub-query whose answer has not come after this long is queued again (reads are
-    # idempotent; the first answer wins): covers work lost with a querier that died between
-    # taking it and the scheduler noticing the restart.
-    SUBQUERY_PATIENCE_S = 30.0
-
     # A scheduler restart loses its queue: the sub-queries it held are queued again on the
     # new one; a scheduler still unreachable after this long answers 503.
     SCHEDULER_GRACE_S = 10.0
 
-    async def _run(self, tenants, actor_path, items) -> list:
+    def limits(self, tenants) -> QueryLimits:
+        """The query's deadline (the strictest tenant's query_timeout, from now) and memory budget."""
+        per_tenant = [limits_for(self.cfg, t) for t in tenants]
+        return QueryLimits.starting_now(smallest_positive(lim.query_timeout for lim in per_tenant),
+                                        smallest_positive(lim.max_query_memory_bytes for lim in per_tenant))
+
+    async def _run(self, tenants, actor_path, items, limits: QueryLimits) -> list:
+        """Every sub-query's answer, waiting until the query's deadline and no longer. A sub-query
+        is queued again only when the scheduler lost it (restart); one lost with its querier is
+        re-queued by the scheduler itself, and a slow one is never duplicated."""
         key = "|".join(tenants)
-        deadline = time.monotonic() + self.timeout
+        deadline = limits.deadline if limits.deadline is not None else time.time() + 365 * 86400.0
         outage: dict = {}  # "since": when calls to the scheduler began to fail
 
         async def enqueue(batch: list) -> list[int]:
             while True:
                 try:
-                    tickets = await self.scheduler.enqueue.remote(key, actor_path, batch)
+                    tickets = await self.scheduler.enqueue.remote(key, actor_path, batch, limits.deadline)
                     outage.pop("since", None)
                     return tickets
                 except ray.exceptions.RayActorError:
                     await self._scheduler_lost(outage, deadline)
 
-        tickets = await enqueue(items)
+        tickets = await enqueue([(*item, limits) for item in items])
         live = list(tickets)  # the ticket each item waits on now (None: lost with a scheduler)
 
         async def one(i, item):
-            overdue = 0
-            while overdue < 3:
-                wait = min(deadline - time.monotonic(), self.SUBQUERY_PATIENCE_S)
+            while True:
+                wait = deadline - time.time()
                 if wait <= 0:
-                    break
+                    raise timeout_error(limits.timeout_ns)
                 try:
                     return await self.scheduler.result.remote(live[i], wait)
                 except ray.exceptions.RayActorError:
@@ -189,24 +194,21 @@ class QueryFrontendDeployment:
                 except ray.exceptions.RayTaskError as err:
                     if isinstance(err.cause, TicketLost):  # queued on a scheduler that restarted since
                         live[i] = None
-                    elif isinstance(err.cause, (TimeoutError, asyncio.TimeoutError)):
-                        overdue += 1
-                        self._cancel([live[i]])
+                    elif isinstance(err.cause, (TimeoutError, asyncio.TimeoutError, QueryTimedOut)):
+                        raise timeout_error(limits.timeout_ns) from None
                     else:
                         raise
-                (live[i],) = await enqueue([item])
-            self._cancel([live[i]])
-            raise QueryTimeout(f"query timed out after {self.timeout:g}s")
+                (live[i],) = await enqueue([(*item, limits)])
 
         try:
             return list(await asyncio.gather(*(one(i, item) for i, item in enumerate(items))))
-        except BaseException:
+        except BaseException:  # timed out, failed, or the client went away: stop the work everywhere
             self._cancel(live)
             raise
 
     async def _scheduler_lost(self, outage: dict, deadline: float) -> None:
         """Wait a moment for a restarting scheduler, or give up with 503 once it stays away."""
-        now = time.monotonic()
+        now = time.time()
         since = outage.setdefault("since", now)
         if now - since >= self.SCHEDULER_GRACE_S or now >= deadline:
             raise Unavailable("query scheduler unavailable (restarting), please try again")
@@ -225,22 +227,25 @@ class QueryFrontendDeployment:
                 pass
 
     async def query(self, tenants, request, actor_path=()):
+        limits = self.limits(tenants)  # the deadline runs from the query's arrival
         try:
             plan = self.frontend.plan(request)
             began = time.perf_counter()
             cached = await asyncio.to_thread(self.frontend.lookup, tenants, plan)
             todo = [i for i in range(len(plan.subqueries)) if i not in cached.hits]
-            boxed = await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo]) \
-                if todo else []
+            boxed = await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo],
+                                    limits) if todo else []
             fresh = dict(zip(todo, await asyncio.gather(*(box[0] for box in boxed))))
             self.frontend.remember(cached, fresh)
             partials = [cached.hits[i] if i in cached.hits else fresh[i] for i in range(len(plan.subqueries))]
             queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
             counters = cached.counters if self.frontend.results_cache is not None else None
-            return self.frontend.respond(plan, partials, time.perf_counter() - began, queue, counters)
+            # merging is CPU work: off the event loop, which also serves pushes
+            return await asyncio.to_thread(self.frontend.respond, plan, partials,
+                                           time.perf_counter() - began, queue, counters)
         except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
-            if isinstance(remote_cause(err), (TimeoutError, asyncio.TimeoutError)):
-                return ErrorReply(504, f"query timed out after {self.timeout:g}s")
+            if isinstance(remote_cause(err), (TimeoutError, asyncio.TimeoutError, QueryTimedOut)):
+                return ErrorReply.of(timeout_error(limits.timeout_ns))
             reply = ErrorReply.mapped(err)
             if reply is None:
                 raise
@@ -271,10 +276,11 @@ class QueryFrontendDeployment:
 class Gateway:
     """The HTTP entry: hosts the distributor (write path) and forwards reads to the query frontend."""
 
-    def __init__(self, cfg: Config, frontend):
+    def __init__(self, cfg: Config, num_queriers: int):
         pool = IngesterPool(RingClient(), replication_factor(cfg))
         components = targets.components(cfg.targets())
         distributor = HostedDistributor(cfg) if "distributor" in components else None
+        frontend = HostedFrontend(cfg, num_queriers) if components & {"query-frontend", "querier"} else None
         runtime.configure(cfg, distributor)
         runtime.follow_log_level(cfg.server.log_level, runtime.hand_level_to_actors)
         runtime.set_query_frontend(frontend)
@@ -324,11 +330,8 @@ SHUTDOWN = {"graceful_shutdown_timeout_s": 3.0, "graceful_shutdown_wait_loop_s":
 
 
 def build_application(cfg: Config, num_queriers: int, components: frozenset[str] = frozenset(targets.COMPONENTS)):
-    """The bound Serve application: gateway -> distributor and query frontend (those the targets run)."""
-    serve_cpus = cfg.ray.serve_num_cpus
-    frontend = serve.deployment(QueryFrontendDeployment, name="query-frontend",
-                                ray_actor_options={"num_cpus": serve_cpus}, max_ongoing_requests=64,
-                                **SHUTDOWN, **scaling(cfg, 64))
-    gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": serve_cpus},
+    """The bound Serve application: the gateway, hosting the distributor and the query frontend
+    when the targets run them."""
+    gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": cfg.ray.serve_num_cpus},
                                max_ongoing_requests=128, **SHUTDOWN, **scaling(cfg, 128))
-    return gateway.bind(cfg, frontend.bind(cfg, num_queriers) if components & {"query-frontend", "querier"} else None)
+    return gateway.bind(cfg, num_queriers)

@@ -1,7 +1,7 @@
 """HTTP handlers: read parameters and tenants, call the backend, encode responses.
 
 The backend (a Protocol) does the work; the Ray Serve implementation forwards to the
-distributor and query-frontend deployments, tests can pass a plain object.
+distributor and query frontend hosted by the gateway replica, tests can pass a plain object.
 """
 from __future__ import annotations
 

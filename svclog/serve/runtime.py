@@ -106,8 +106,8 @@ def set_query_frontend(frontend: Any) -> None:
 
 
 async def query_logs(tenants: list[str], request: Any) -> dict:
-    """A query through the query-frontend deployment (the tail's replay of [start, now))."""
-    reply = await _state["frontend"].query.remote(tenants, request)
+    """A query through the query frontend this replica hosts (the tail's replay of [start, now))."""
+    reply = await _state["frontend"].query(tenants, request)
     if isinstance(reply, ErrorReply):
         reply.raise_()
     return reply
