@@ -96,3 +96,18 @@ def test_rfc3339_times_and_millisecond_step(tmp_path, caplog):
     data = response.json()["data"]
     assert "encodingFlags" not in data  # metric results never carry the flags
     assert data["result"][0]["values"] == [[(START + MINUTE) // NS, "2"]]  # no sample at START: no point
+
+
+def test_query_log_gets_a_stderr_handler_only_where_no_host_configured_logging(monkeypatch):
+    from svclog.serve import query_log
+
+    monkeypatch.setattr(query_log, "_output_checked", False)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # a Serve replica: nothing configured
+    monkeypatch.setattr(query_log.log, "handlers", [])
+    query_log._ensure_output()
+    assert [type(h) for h in query_log.log.handlers] == [logging.StreamHandler]
+    monkeypatch.setattr(query_log, "_output_checked", False)
+    monkeypatch.setattr(logging.getLogger(), "handlers", [logging.NullHandler()])  # the host's own
+    monkeypatch.setattr(query_log.log, "handlers", [])
+    query_log._ensure_output()
+    assert query_log.log.handlers == []
