@@ -14,7 +14,9 @@ from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri, replication_factor
 from svclog.log_level import apply_level
+from svclog.logql.engine.guard import QueryCancelled
 from svclog.querier.querier import Querier, QuerierSettings
+from svclog.querier.running import RunningQueries
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
 from svclog.storage.objstore import ObjectStore
@@ -25,6 +27,7 @@ def querier_settings(cfg: Config) -> QuerierSettings:
         query_ingesters_within=cfg.querier.query_ingesters_within,
         max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
         max_query_series=cfg.limits_config.max_query_series,
+        max_query_memory_bytes=cfg.limits_config.max_query_memory_bytes,
     )
 
 
@@ -34,6 +37,8 @@ class QuerierActor:
         store = ObjectStore(object_store_uri(cfg))
         pool = IngesterPool(RingClient(), replication_factor(cfg))
         self._pullers: list[threading.Thread] = []
+        self.running = RunningQueries()  # what the pull loops run, stopped when the scheduler says so
+        self._stopping = threading.Event()
         # a bounded chunk cache per querier process (repeated dashboard queries hit it)
         # index lookups go to the tenant's index gateway while one runs (its ring has a healthy member)
         index = GatewayIndex(IndexReader(store), cfg.index_gateway.mode, cfg.index_gateway.ring.replication_factor)
@@ -55,6 +60,23 @@ class QuerierActor:
             thread = threading.Thread(target=self._pull_loop, args=(querier_id,), name=f"pull-{slot}", daemon=True)
             thread.start()
             self._pullers.append(thread)
+        threading.Thread(target=self._watch, args=(querier_id,), name="heartbeat", daemon=True).start()
+
+    def _watch(self, querier_id: str) -> None:
+        """Heartbeats with the running tickets; stops the work of those the scheduler calls gone."""
+        incarnation = str(os.getpid())
+        scheduler: list = [None]
+
+        def heartbeat(tickets: list[int]) -> list[int]:
+            if scheduler[0] is None:
+                scheduler[0] = _try_actor(SCHEDULER_NAME)
+            try:
+                return ray.get(scheduler[0].heartbeat.remote(querier_id, incarnation, tickets), timeout=10)
+            except Exception:
+                scheduler[0] = None  # restarted or gone: look it up again next time
+                raise
+
+        self.running.watch(heartbeat, self._stopping)
 
     def _pull_loop(self, querier_id: str) -> None:
         scheduler = _try_actor(SCHEDULER_NAME)
@@ -71,14 +93,22 @@ class QuerierActor:
                 continue
             if assignment is None:
                 continue
-            tenants, sub = assignment.item
+            tenants, sub, limits = assignment.item
+            guard = limits.guard()
+            self.running.start(assignment.ticket, guard)
             try:
-                partial = self.querier.execute(tenants, sub)
+                partial = self.querier.execute(tenants, sub, guard)
                 partial.stats.extra["queue_seconds"] = assignment.queue_seconds
+            except QueryCancelled:
+                continue  # abandoned: nobody waits for an answer
             except Exception as err:  # noqa: BLE001 - errors travel back to the frontend
                 scheduler.fail.remote(assignment.ticket, err)
                 continue
+            finally:
+                self.running.finish(assignment.ticket)
+                del guard
             scheduler.complete.remote(assignment.ticket, [ray.put(partial)])
+            del partial  # the answer lives in the object store now; free this slot's memory
 
     def set_log_level(self, level: str) -> str:
         return apply_level(level)

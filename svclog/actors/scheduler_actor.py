@@ -16,6 +16,7 @@ import ray
 from svclog.actors.options import NAMESPACE
 from svclog.config import Config
 from svclog.log_level import apply_level
+from svclog.logql.engine.guard import QueryTimedOut
 from svclog.scheduler import (
     ActorPath,
     Assignment,
@@ -66,9 +67,10 @@ class SchedulerActor:
 
     # ------------------------------------------------------------ frontend side
 
-    async def enqueue(self, tenant: str, path: ActorPath, items: list) -> list[int]:
-        """Queue a query's sub-queries (all or none); raises TooManyOutstandingRequests / QueueDepthError."""
-        tickets = self.scheduler.enqueue_many(tenant, tuple(path), items)
+    async def enqueue(self, tenant: str, path: ActorPath, items: list, deadline: float | None = None) -> list[int]:
+        """Queue a query's sub-queries (all or none); raises TooManyOutstandingRequests / QueueDepthError.
+        `deadline` (wall clock seconds): the query's end; past it its sub-queries are dropped."""
+        tickets = self.scheduler.enqueue_many(tenant, tuple(path), items, deadline)
         loop = asyncio.get_running_loop()
         for ticket in tickets:
             self._outcomes[ticket] = loop.create_future()
@@ -108,14 +110,30 @@ class SchedulerActor:
         deadline = loop.time() + timeout
         async with self._work:
             while True:
-                assignment = self.scheduler.next_for_querier(querier_id)
+                assignment = self._next(querier_id)
                 remaining = deadline - loop.time()
                 if assignment is not None or remaining <= 0:
                     return assignment
                 try:
                     await asyncio.wait_for(self._work.wait(), remaining)
                 except TimeoutError:
-                    return self.scheduler.next_for_querier(querier_id)
+                    return self._next(querier_id)
+
+    def _next(self, querier_id: str) -> Assignment | None:
+        assignment = self.scheduler.next_for_querier(querier_id)
+        for ticket in self.scheduler.take_expired():  # its frontend has given up on it by now
+            outcome = self._outcomes.get(ticket)
+            if outcome is not None and not outcome.done():
+                outcome.set_exception(QueryTimedOut("the query timed out while queued"))
+        return assignment
+
+    async def heartbeat(self, querier_id: str, incarnation: str, running: list[int]) -> list[int]:
+        """A querier's liveness and the tickets it runs; answers those it should stop. Also
+        re-queues the work of queriers silent too long (dead, not restarted)."""
+        await self._settle(self.scheduler.register_querier(querier_id, incarnation))
+        gone = self.scheduler.heartbeat(querier_id, running)
+        await self._settle(self.scheduler.reap_silent())
+        return gone
 
     async def complete(self, ticket: int, result: Any) -> bool:
         """False: the ticket was cancelled or already answered (drop the result)."""

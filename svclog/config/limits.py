@@ -95,6 +95,9 @@ class LimitsConfig:
     max_query_capacity: float = 0.0
     query_ready_index_num_days: int = 0
     query_timeout: int = duration("1m", prom=True)
+    # svclog's own: bytes one (sub-)query may hold in a querier (selected lines, parsed labels,
+    # samples, results) before it fails with a 400; sized so a querier's slots fit a small node
+    max_query_memory_bytes: int = size("512MB")
     split_queries_by_interval: int = duration("1h", prom=True)
     split_metadata_queries_by_interval: int = duration("1d", prom=True)
     split_recent_metadata_queries_by_interval: int = duration("1h", prom=True)

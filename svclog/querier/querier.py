@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from svclog.logql import ast
 from svclog.logql.engine.evaluator import evaluate
+from svclog.logql.engine.guard import QueryGuard, QueryLimits
 from svclog.logql.engine.json_codec import result_to_json
 from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import QueryResult
@@ -25,6 +26,7 @@ class QuerierSettings:
     query_ingesters_within: int = 3 * 3600 * 1_000_000_000
     max_entries_limit_per_query: int = 5000
     max_query_series: int = 500
+    max_query_memory_bytes: int = 0  # when the caller gives no guard (0: unlimited)
 
 
 class Querier:
@@ -36,25 +38,28 @@ class Querier:
         self.settings = settings
         self.deletes = deletes
 
-    def _source(self, tenants: list[str]) -> StoreSource:
+    def _source(self, tenants: list[str], guard: QueryGuard | None = None) -> StoreSource:
         return StoreSource(tenants, self.index, self.chunks, self.ingesters,
                            query_ingesters_within=self.settings.query_ingesters_within,
-                           deletes=self.deletes)
+                           deletes=self.deletes, guard=guard)
 
-    def query(self, tenants: list[str], request: RangeRequest, queue_seconds: float = 0.0) -> dict:
+    def query(self, tenants: list[str], request: RangeRequest, queue_seconds: float = 0.0,
+              limits: QueryLimits | None = None) -> dict:
         """query or query_range in one piece: the `data` object of the response, stats included."""
         expr, params = prepare_query(request, self.settings.max_entries_limit_per_query)
         began = time.perf_counter()
-        partial = self.execute(tenants, SubQuery(expr, params))
+        partial = self.execute(tenants, SubQuery(expr, params), limits.guard() if limits is not None else None)
         data = result_to_json(partial.result)
         data["stats"] = build_stats(partial.stats, time.perf_counter() - began, queue_seconds)
         return data
 
-    def execute(self, tenants: list[str], sub: SubQuery) -> "PartialResult":
-        """One sub-query (a time piece and/or shard of a query) over store and ingesters."""
-        source = self._source(tenants)
+    def execute(self, tenants: list[str], sub: SubQuery, guard: QueryGuard | None = None) -> "PartialResult":
+        """One sub-query (a time piece and/or shard of a query) over store and ingesters; `guard`
+        stops it at its deadline, on cancellation or past its memory budget."""
+        guard = guard if guard is not None else QueryGuard(memory_limit=self.settings.max_query_memory_bytes)
+        source = self._source(tenants, guard)
         shard_source = ShardedSource(source, sub.shard) if sub.shard else source
-        result = evaluate(sub.expr, sub.params, shard_source, max_series=self.settings.max_query_series)
+        result = evaluate(sub.expr, sub.params, shard_source, max_series=self.settings.max_query_series, guard=guard)
         return PartialResult(result, source.stats)
 
     def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]:

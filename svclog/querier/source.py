@@ -18,6 +18,7 @@ import pyarrow as pa
 from svclog.chunk.format import CHUNK_SCHEMA
 from svclog.chunk.head import sort_dedupe
 from svclog.chunk.pushdown import apply_line_filters
+from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.source import IngesterScan, SelectRequest, SourceStats, StreamBlock
 from svclog.model import Labels, Matcher, labels_match
 from svclog.storage.chunk_store import ChunkStore, FetchStats
@@ -75,7 +76,7 @@ class StoreSource:
 
     def __init__(self, tenants: list[str], index: IndexLookups, chunks: ChunkStore,
                  ingesters: IngesterReader | None, *, query_ingesters_within: int = 0,
-                 deletes: DeleteFilters | None = None):
+                 deletes: DeleteFilters | None = None, guard: QueryGuard | None = None):
         self.tenants = tenants
         self.index = index
         self.chunks = chunks
@@ -84,6 +85,8 @@ class StoreSource:
         self.stats = SourceStats()
         self.multi = len(tenants) > 1
         self.deletes = deletes
+        # checked between chunks and charged with what a select holds until its blocks are yielded
+        self.guard = guard if guard is not None else QueryGuard()
 
     def _tenants_for(self, matchers: Iterable[Matcher]) -> tuple[list[str], tuple[Matcher, ...]]:
         tenant_matchers, rest = split_tenant_matchers(matchers)
@@ -108,6 +111,21 @@ class StoreSource:
 
     def _select_tenant(self, tenant: str, matchers: tuple[Matcher, ...],
                        request: SelectRequest) -> Iterator[tuple[Labels, pa.Table]]:
+        held = [0]
+        try:
+            yield from self._select_held(tenant, matchers, request, held)
+        finally:
+            self.guard.release(held[0])
+
+    def _hold(self, table: pa.Table, held: list[int]) -> None:
+        size = table.nbytes
+        held[0] += size
+        self.guard.charge(size)
+
+    def _select_held(self, tenant: str, matchers: tuple[Matcher, ...], request: SelectRequest,
+                     held: list[int]) -> Iterator[tuple[Labels, pa.Table]]:
+        guard = self.guard
+        guard.check()
         parts: dict[Labels, list[pa.Table]] = {}  # the ingesters' entries
         flushed: dict[Labels, list[pa.Table]] = {}  # the store's, in seal order
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
@@ -127,6 +145,7 @@ class StoreSource:
                 if not filtered:  # a reader that ignores the hint: filter here, the engine will not
                     table = apply_line_filters(table, request.line_filters)
                 if table.num_rows:
+                    self._hold(table, held)
                     parts.setdefault(labels, []).append(table)
             self.stats.ingester_lines_sent += sent_lines
             self._count_ingester_scan(scan if scan is not None else IngesterScan(sent_lines, sent_bytes))

@@ -2,8 +2,14 @@
 
 Pure and non-blocking: the actor host (svclog/actors/scheduler_actor.py) supplies the waiting.
 A ticket is live from `enqueue` until `complete` or `cancel`. While running it is bound to
-one querier; if that querier restarts (a new incarnation asks for work) or is forgotten, its
-running tickets go back to the front of their queues, up to `max_attempts` dispatches.
+one querier; if that querier restarts (a new incarnation asks for work), is forgotten or stays
+silent past `querier_silence_s` (it died and nobody restarted it), its running tickets go back
+to the front of their queues, up to `max_attempts` dispatches. Slowness never re-queues: a
+copy of running work would only compete with it.
+
+A ticket may carry a deadline (wall clock): once past it, it is dropped from the queue rather
+than handed out. Queriers send `heartbeat`s with the tickets they run and are told which of
+them are gone (cancelled, expired, re-queued elsewhere), so they stop that work.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ class SchedulerSettings:
     max_outstanding_per_tenant: int = DEFAULT_MAX_OUTSTANDING
     max_queue_hierarchy_levels: int = DEFAULT_MAX_LEVELS
     max_attempts: int = 5  # dispatches of one sub-query before a dying querier fails it
+    querier_silence_s: float = 30.0  # a querier running work with no heartbeat this long is dead
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class Assignment(Generic[T]):
     item: T
     queue_seconds: float
     attempt: int
+    deadline: float | None = None  # wall clock seconds; the querier stops the work past it
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class _Ticket(Generic[T]):
     enqueued_at: float
     querier: str | None = None
     attempts: int = 0
+    deadline: float | None = None
 
 
 @dataclass
@@ -74,33 +83,38 @@ class _Querier:
     incarnation: str
     running: set[int] = field(default_factory=set)
     shutting_down: bool = False
+    seen_at: float = 0.0
 
 
 class Scheduler(Generic[T]):
     def __init__(self, settings: SchedulerSettings = SchedulerSettings(),
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time):
         self.settings = settings
         self.queue: FairQueue[T] = FairQueue(settings.max_outstanding_per_tenant,
                                              settings.max_queue_hierarchy_levels)
         self._clock = clock
+        self._wall = wall
         self._tickets: dict[int, _Ticket[T]] = {}
         self._queriers: dict[str, _Querier] = {}
         self._dequeued = 0
         self._queue_seconds_total = 0.0
+        self._expired: list[int] = []
 
     # ------------------------------------------------------------ frontend side
 
-    def enqueue(self, tenant: str, path: ActorPath, item: T) -> int:
-        return self.enqueue_many(tenant, path, (item,))[0]
+    def enqueue(self, tenant: str, path: ActorPath, item: T, deadline: float | None = None) -> int:
+        return self.enqueue_many(tenant, path, (item,), deadline)[0]
 
-    def enqueue_many(self, tenant: str, path: ActorPath, items: Iterable[T]) -> list[int]:
-        """All of a query's sub-queries at once, or none (TooManyOutstandingRequests, QueueDepthError)."""
+    def enqueue_many(self, tenant: str, path: ActorPath, items: Iterable[T],
+                     deadline: float | None = None) -> list[int]:
+        """All of a query's sub-queries at once, or none (TooManyOutstandingRequests, QueueDepthError).
+        `deadline` (wall clock seconds): past it the sub-queries are dropped, not handed out."""
         batch = list(items)
         path = limit_depth(path, self.settings.max_queue_hierarchy_levels)  # as queued, for retries
         tickets = self.queue.enqueue_many(tenant, path, batch)
         now = self._clock()
         for ticket, item in zip(tickets, batch):
-            self._tickets[ticket] = _Ticket(tenant, path, item, now)
+            self._tickets[ticket] = _Ticket(tenant, path, item, now, deadline=deadline)
         return tickets
 
     def cancel(self, ticket: int) -> bool:
@@ -115,23 +129,58 @@ class Scheduler(Generic[T]):
     # ------------------------------------------------------------ querier side
 
     def next_for_querier(self, querier_id: str) -> Assignment[T] | None:
-        """The next sub-query in fair order, or None when nothing is queued (never blocks)."""
+        """The next sub-query in fair order, or None when nothing is queued (never blocks).
+        Sub-queries past their deadline are dropped on the way (see `take_expired`)."""
         querier = self._queriers.get(querier_id)
         if querier is None:
             querier = self._queriers[querier_id] = _Querier("")
+        querier.seen_at = self._clock()
         if querier.shutting_down:
             return None
-        taken = self.queue.dequeue()
-        if taken is None:
-            return None
-        entry = self._tickets[taken.ticket]
+        while True:
+            taken = self.queue.dequeue()
+            if taken is None:
+                return None
+            entry = self._tickets[taken.ticket]
+            if entry.deadline is None or entry.deadline > self._wall():
+                break
+            del self._tickets[taken.ticket]
+            self._expired.append(taken.ticket)
         entry.querier = querier_id
         entry.attempts += 1
         querier.running.add(taken.ticket)
         waited = max(0.0, self._clock() - entry.enqueued_at)
         self._dequeued += 1
         self._queue_seconds_total += waited
-        return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts)
+        return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts,
+                          entry.deadline)
+
+    def take_expired(self) -> list[int]:
+        """Tickets dropped from the queue past their deadline since the last call."""
+        expired, self._expired = self._expired, []
+        return expired
+
+    def heartbeat(self, querier_id: str, running: Iterable[int]) -> list[int]:
+        """A querier is alive and runs `running`: the ones it should stop (cancelled, answered
+        by another copy, past their deadline, re-queued elsewhere, or unknown to this scheduler)."""
+        querier = self._queriers.get(querier_id)
+        if querier is not None:
+            querier.seen_at = self._clock()
+        now = self._wall()
+        gone = []
+        for ticket in running:
+            entry = self._tickets.get(ticket)
+            if entry is None or entry.querier != querier_id or (entry.deadline is not None and entry.deadline <= now):
+                gone.append(ticket)
+        return gone
+
+    def reap_silent(self) -> Released:
+        """Queriers that hold running work but sent nothing for `querier_silence_s` died: their
+        work goes back to the queue (a querier restarted in place is noticed sooner, by incarnation)."""
+        limit = self._clock() - self.settings.querier_silence_s
+        released = [self._release(q) for q in self._queriers.values() if q.running and q.seen_at < limit]
+        return Released(tuple(t for r in released for t in r.requeued),
+                        tuple(t for r in released for t in r.abandoned))
 
     def complete(self, ticket: int) -> bool:
         """The ticket is done (answered or failed). False: it was cancelled or already completed."""
@@ -149,8 +198,9 @@ class Scheduler(Generic[T]):
         value for a known querier means it restarted, so what the old process ran is queued again."""
         querier = self._queriers.get(querier_id)
         if querier is None:
-            self._queriers[querier_id] = _Querier(incarnation)
+            self._queriers[querier_id] = _Querier(incarnation, seen_at=self._clock())
             return Released()
+        querier.seen_at = self._clock()
         if querier.incarnation == incarnation:
             return Released()
         querier.incarnation = incarnation

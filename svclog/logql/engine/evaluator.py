@@ -13,6 +13,7 @@ import numpy as np
 from svclog.logql import ast
 from svclog.logql.engine import binops, functions, vector_agg
 from svclog.logql.engine.grouping import group_labels
+from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.engine.hints import series_label_hints
 from svclog.logql.engine.logs import evaluate_logs
 from svclog.logql.engine.params import QueryParams, step_times, validate
@@ -25,10 +26,10 @@ from svclog.logql.engine.result import (
     Series,
     VectorResult,
 )
-from svclog.logql.engine.samples import ERROR_LABEL, SampleSeries, select_samples
+from svclog.logql.engine.samples import ERROR_LABEL, SampleSeries, SeriesCap, select_samples, series_limit_error
 from svclog.logql.engine.series import ScalarSteps, SeriesSet
 from svclog.logql.source import LogSource
-from svclog.model import Labels, LimitError, MatchType, ValidationError
+from svclog.model import Labels, MatchType, ValidationError
 
 DEFAULT_MAX_SERIES = 500
 
@@ -39,23 +40,38 @@ class EvalContext:
     source: LogSource
     steps: np.ndarray  # evaluation times, int64 ns
     label_hints: dict[int, frozenset[str]] = field(default_factory=dict)  # see hints.py
+    guard: QueryGuard = field(default_factory=QueryGuard)
+    caps: dict[int, SeriesCap] = field(default_factory=dict)  # range aggregations whose groups are the answer
 
 
 def evaluate(expr: ast.Expr, params: QueryParams, source: LogSource,
-             max_series: int = DEFAULT_MAX_SERIES) -> QueryResult:
+             max_series: int = DEFAULT_MAX_SERIES, guard: QueryGuard | None = None) -> QueryResult:
+    """`guard`: the query's deadline, cancellation and memory budget, checked as the engine reads."""
     validate(params)
+    guard = guard if guard is not None else QueryGuard()
     if isinstance(expr, ast.LogQuery):
         if params.instant:
             raise ValidationError("log queries are not supported as an instant query type, "
                                   "please change your query to a range query type")
-        return evaluate_logs(expr, params, source)
-    ctx = EvalContext(params, source, step_times(params), series_label_hints(expr))
+        return evaluate_logs(expr, params, source, guard)
+    ctx = EvalContext(params, source, step_times(params), series_label_hints(expr), guard,
+                      _series_caps(expr, params, max_series))
     value = eval_sample(expr, ctx)
     if isinstance(value, SeriesSet):
         value = value.compact()
         if len(value) > max_series:
-            raise LimitError(f"maximum of series ({max_series}) reached for a single query")
+            raise series_limit_error(max_series)
     return _to_result(value, ctx)
+
+
+def _series_caps(expr: ast.Expr, params: QueryParams, max_series: int) -> dict[int, SeriesCap]:
+    """A top-level range aggregation's groups are the answer's series when its windows cover
+    every sample (step <= range): count them while reading, so the series limit fails fast."""
+    if not isinstance(expr, ast.RangeAggregation) or expr.op == "absent_over_time" or _sharded_avg(expr):
+        return {}
+    if not params.instant and params.step > expr.range.range:
+        return {}
+    return {id(expr): SeriesCap(max_series, expr.grouping)}
 
 
 def _to_result(value: SeriesSet | ScalarSteps, ctx: EvalContext) -> QueryResult:
@@ -142,16 +158,19 @@ def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSe
         raise ValidationError(f"invalid aggregation {node.op} "
                               f"{'with' if log_range.unwrap is not None else 'without'} unwrap")
     samples = select_samples(log_range, ctx.source, int(ends[0]) - log_range.range + 1, int(ends[-1]) + 1,
-                             keep=ctx.label_hints.get(id(node)))
+                             keep=ctx.label_hints.get(id(node)), guard=ctx.guard, cap=ctx.caps.get(id(node)))
     if node.op == "absent_over_time":
         return _absent(log_range, samples, ends)
     _check_errors(samples, log_range)
     samples = _group_samples(samples, node.grouping)
     fn = ops[node.op]
     n = len(samples)
+    ctx.guard.charge(n * len(ends) * 9)  # the values (float64) and present (bool) matrices
     values = np.zeros((n, len(ends)))
     present = np.zeros((n, len(ends)), dtype=bool)
     for i, s in enumerate(samples):
+        if i % 256 == 0:
+            ctx.guard.check()
         w = windows(s.ts, s.values, ends, log_range.range, node.param)
         values[i] = fn(w)
         present[i] = w.count > 0

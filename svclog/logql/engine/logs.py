@@ -1,5 +1,8 @@
 """Log queries: select, run the pipeline, then order, limit and thin (interval) the entries.
 
+The range is read in time windows in the query's direction until `limit` entries are certain
+(log_windows.py), so `limit` bounds the work; rows are grouped into series with one sort.
+
 Entries of all series are merged into one time order (direction), ties broken
 by series labels, then push order (reversed for backward), the first `limit` are kept and grouped back into streams.
 
@@ -17,44 +20,49 @@ import pyarrow as pa
 
 from svclog.logql import ast
 from svclog.logql.engine import stages_bridge as sb
+from svclog.logql.engine.guard import QueryGuard
+from svclog.logql.engine.log_windows import read_in_windows
 from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import EntryLabels, Stream, StreamsResult
 from svclog.logql.engine.samples import leading_line_filters, remaining_stages
 from svclog.logql.source import LogSource, SelectRequest
 
-SeriesParts = dict[Hashable, list[tuple[np.ndarray, pa.Array]]]
 
-
-def evaluate_logs(query: ast.LogQuery, params: QueryParams, source: LogSource) -> StreamsResult:
+def evaluate_logs(query: ast.LogQuery, params: QueryParams, source: LogSource,
+                  guard: QueryGuard | None = None) -> StreamsResult:
+    guard = guard if guard is not None else QueryGuard()
     request = SelectRequest(matchers=query.selector.matchers, start=params.start, end=params.end,
                             line_filters=leading_line_filters(query))
     pipeline = sb.build_pipeline(remaining_stages(query, source))
-    group = sb.group_by_categories if params.categorize_labels else sb.group_by_labels
-    series: SeriesParts = {}
-    for block in source.select_logs(request):
-        batch = pipeline.process(sb.block_to_batch(block))
-        if len(batch) == 0:
-            continue
-        ts = _to_numpy(batch.ts)
-        for key, idx in group(batch):
-            if len(idx):
-                series.setdefault(key, []).append((ts[idx], batch.line.take(pa.array(idx))))
-    if not series or params.limit == 0:
+    if params.limit == 0:
         return StreamsResult([])
-    return _order_and_limit(series, params)
+    group = sb.group_by_categories if params.categorize_labels else sb.group_by_labels
+    parts = read_in_windows(request, params, source, lambda block: pipeline.process(sb.block_to_batch(block)),
+                            guard)
+    # each row gets the id of its series; keys are only built for the rows that can be answered
+    series: dict[Hashable, int] = {}
+    ts_parts, line_parts, id_parts = [], [], []
+    for part in parts:
+        guard.check()
+        ids = np.empty(len(part.ts), dtype=np.int64)
+        for key, idx in group(part.batch):
+            ids[idx] = series.setdefault(key, len(series))
+        ts_parts.append(part.ts)
+        line_parts.append(part.batch.line)
+        id_parts.append(ids)
+    if not series:
+        return StreamsResult([])
+    lines = pa.chunked_array(line_parts, pa.string())
+    return _order_and_limit(list(series), np.concatenate(ts_parts), np.concatenate(id_parts), lines, params)
 
 
-def _order_and_limit(series: SeriesParts, params: QueryParams) -> StreamsResult:
-    keys = sorted(series)  # Labels, or CategorizedLabels (stream labels first)
-    ts_parts, line_parts, ids = [], [], []
-    for sid, key in enumerate(keys):
-        for ts, lines in series[key]:
-            ts_parts.append(ts)
-            line_parts.append(lines)
-            ids.append(np.full(len(ts), sid, dtype=np.int64))
-    ts = np.concatenate(ts_parts)
-    sid = np.concatenate(ids)
-    lines = pa.chunked_array(line_parts, pa.string()) if line_parts else pa.chunked_array([], pa.string())
+def _order_and_limit(keys: list, ts: np.ndarray, series_of_row: np.ndarray, lines: pa.ChunkedArray,
+                     params: QueryParams) -> StreamsResult:
+    ranked = sorted(range(len(keys)), key=keys.__getitem__)  # Labels, or CategorizedLabels (stream first)
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[np.asarray(ranked, dtype=np.int64)] = np.arange(len(keys), dtype=np.int64)
+    keys = [keys[i] for i in ranked]
+    sid = rank[series_of_row]
     backward = params.direction == "backward"
     # equal timestamps: series (label) order, then a series' rows in push order (its blocks hold
     # them so), reversed for backward as the reference reads its chunks backward
@@ -69,12 +77,8 @@ def _order_and_limit(series: SeriesParts, params: QueryParams) -> StreamsResult:
         order = order[: params.limit]
     if params.categorize_labels:
         return _categorized_streams(keys, ts, sid, lines, order)
-    picked_sid = sid[order]
-    out = []
-    for s in np.unique(picked_sid):
-        rows = order[picked_sid == s]
-        out.append(Stream(keys[s], ts[rows], lines.take(pa.array(rows)).to_pylist()))
-    return StreamsResult(out)
+    return StreamsResult([Stream(keys[s], ts[rows], picked)
+                          for s, rows, picked in _runs(sid[order], order, lines)])
 
 
 def _categorized_streams(keys: list, ts: np.ndarray, sid: np.ndarray, lines: pa.ChunkedArray,
@@ -85,13 +89,23 @@ def _categorized_streams(keys: list, ts: np.ndarray, sid: np.ndarray, lines: pa.
                                 dtype=np.int64)
     streams = list(stream_ids)
     entry_labels = [EntryLabels(key.structured_metadata, key.parsed) for key in keys]
-    picked = stream_of_series[sid[order]]
-    out = []
-    for s in np.unique(picked):
-        rows = order[picked == s]
-        out.append(Stream(streams[s], ts[rows], lines.take(pa.array(rows)).to_pylist(),
-                          [entry_labels[i] for i in sid[rows].tolist()]))
-    return StreamsResult(out)
+    return StreamsResult([Stream(streams[s], ts[rows], picked, [entry_labels[i] for i in sid[rows].tolist()])
+                          for s, rows, picked in _runs(stream_of_series[sid[order]], order, lines)])
+
+
+def _runs(group_of_picked: np.ndarray, order: np.ndarray, lines: pa.ChunkedArray):
+    """(group, rows, their lines) per group in group order, rows in answer order: one stable
+    sort and one take for all groups, so the cost is linear in the rows whatever the groups."""
+    if len(order) == 0:
+        return
+    by_group = np.argsort(group_of_picked, kind="stable")
+    groups, rows = group_of_picked[by_group], order[by_group]
+    texts = lines.take(pa.array(rows)).to_pylist()
+    bounds = np.flatnonzero(np.diff(groups)) + 1
+    starts = [0, *bounds.tolist()]
+    ends = [*bounds.tolist(), len(rows)]
+    for lo, hi in zip(starts, ends):
+        yield int(groups[lo]), rows[lo:hi], texts[lo:hi]
 
 
 def _thin(ts: np.ndarray, order: np.ndarray, interval: int, backward: bool, limit: int) -> np.ndarray:
@@ -104,9 +118,3 @@ def _thin(ts: np.ndarray, order: np.ndarray, interval: int, backward: bool, limi
         picked.append(pos)
         pos = int(np.searchsorted(keys, keys[pos] + interval, side="left"))
     return order[np.asarray(picked, dtype=np.int64)]
-
-
-def _to_numpy(array: pa.Array) -> np.ndarray:
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    return np.asarray(array.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)

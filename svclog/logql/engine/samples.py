@@ -13,10 +13,13 @@ import pyarrow.compute as pc
 
 from svclog.logql import ast
 from svclog.logql.engine import stages_bridge as sb
+from svclog.logql.engine.grouping import group_labels
+from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.engine.hints import parser_labels
+from svclog.logql.engine.log_windows import batch_bytes
 from svclog.logql.engine.unwrap import unwrap_values
 from svclog.logql.source import LogSource, SelectRequest
-from svclog.model import Labels
+from svclog.model import Labels, LimitError
 
 ERROR_LABEL = "__error__"
 ERROR_DETAILS_LABEL = "__error_details__"
@@ -48,12 +51,35 @@ def remaining_stages(query: ast.LogQuery, source: LogSource) -> tuple:
     return query.stages
 
 
+@dataclass(frozen=True)
+class SeriesCap:
+    """The answer's series are the groups of these samples (a top-level range aggregation), so
+    more than `limit` distinct groups fail the query at once instead of after the whole scan."""
+
+    limit: int
+    grouping: ast.Grouping | None
+
+    def key(self, labels: Labels) -> Labels:
+        return labels if self.grouping is None else group_labels(labels, self.grouping)
+
+
+def series_limit_error(limit: int) -> LimitError:
+    return LimitError(f"maximum of series ({limit}) reached for a single query")
+
+
+SERIES_OVERHEAD_BYTES = 256  # a series' Labels, dict slot and arrays list, beside its samples
+
+
 def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: int,
-                   keep: frozenset[str] | None = None) -> list[SampleSeries]:
+                   keep: frozenset[str] | None = None, guard: QueryGuard | None = None,
+                   cap: SeriesCap | None = None) -> list[SampleSeries]:
     """Samples of every series of `log_range` with timestamps in [start, end).
 
     `keep` (hints.series_label_hints): the only labels the caller's answer depends on; series
-    then carry just those (plus errors), and the parser extracts only what is kept or read."""
+    then carry just those (plus errors), and the parser extracts only what is kept or read.
+    `guard` is checked per block and charged with what the samples hold; `cap` see SeriesCap."""
+    guard = guard if guard is not None else QueryGuard()
+    capped: set[Labels] = set()
     query = log_range.query
     request = SelectRequest(matchers=query.selector.matchers, start=start, end=end,
                             line_filters=leading_line_filters(query))
@@ -61,9 +87,12 @@ def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: 
     pipeline = sb.build_pipeline(remaining_stages(query, source), parser_labels=extract)
     parts: dict[Labels, list[tuple[np.ndarray, np.ndarray]]] = {}
     for block in source.select_logs(request):
+        guard.check()
         batch = pipeline.process(sb.block_to_batch(block))
         if len(batch) == 0:
             continue
+        transient = batch_bytes(batch)  # the parsed columns, held while this block is grouped
+        guard.charge(transient)
         if log_range.unwrap is not None:
             values, batch = unwrap_values(batch, log_range.unwrap)
         else:
@@ -71,9 +100,21 @@ def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: 
         if keep is not None:
             _project(batch, keep)
         ts = _int64(batch.ts)
+        kept = 0
         for labels, idx in sb.group_by_labels(batch):
             if len(idx):
-                parts.setdefault(labels, []).append((ts[idx], values[idx]))
+                chunks = parts.get(labels)
+                if chunks is None:
+                    chunks = parts[labels] = []
+                    kept += SERIES_OVERHEAD_BYTES + len(str(labels))
+                    if cap is not None:
+                        capped.add(cap.key(labels))
+                        if len(capped) > cap.limit:
+                            raise series_limit_error(cap.limit)
+                chunks.append((ts[idx], values[idx]))
+                kept += 16 * len(idx)  # int64 time and float64 value per sample
+        guard.charge(kept)
+        guard.release(transient)
     return [_merge(labels, chunks) for labels, chunks in parts.items()]
 
 

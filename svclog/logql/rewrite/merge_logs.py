@@ -30,11 +30,18 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     arrival = np.arange(len(ts))
     newest_first = params.direction == "backward"
     order = np.lexsort((arrival, sid, -ts if newest_first else ts))[: params.limit]
+    if len(order) == 0:
+        return StreamsResult([])
+    # one stable sort groups the picked rows by series, in answer order within each: linear in
+    # the rows however many series (a parser can make every entry its own)
     picked = sid[order]
+    by_series = np.argsort(picked, kind="stable")
+    groups, rows_all = picked[by_series], order[by_series]
+    bounds = np.flatnonzero(np.diff(groups)) + 1
     out = []
-    for s in np.unique(picked):
-        rows = order[picked == s]
+    for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows_all)]):
+        rows = rows_all[lo:hi]
         picked_rows = rows.tolist()
-        out.append(Stream(keys[s], ts[rows], [lines[r] for r in picked_rows],
+        out.append(Stream(keys[int(groups[lo])], ts[rows], [lines[r] for r in picked_rows],
                           [entry_labels[r] for r in picked_rows] if entry_labels is not None else None))
     return StreamsResult(out)
