@@ -156,6 +156,135 @@ def build_app(backend: InProcessBackend) -> FastAPI:
     return app
 
 
+# ---------------------------------------------------------------- the rest of the gateway's routes
+
+class TaskError(Exception):
+    """Stands in for ray.exceptions.RayTaskError: the remote error travels as `cause`."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class _Method:
+    def __init__(self, func: Callable[..., Any]):
+        self.func = func
+
+    def remote(self, *args: Any) -> Any:
+        async def run() -> Any:
+            try:
+                return self.func(*args)
+            except Exception as err:  # noqa: BLE001 - every remote error arrives wrapped, as from Ray
+                raise TaskError(err) from err
+        return run()
+
+
+class Handle:
+    """`handle.method.remote(...)` -> awaitable, like a Ray actor handle over a plain object."""
+
+    def __init__(self, target: Any):
+        self._target = target
+
+    def __getattr__(self, name: str) -> _Method:
+        return _Method(getattr(self._target, name))
+
+
+class InProcessAdmin:
+    """The admin routes' backend over the in-process components; shutdowns are recorded, not run."""
+
+    def __init__(self, backend: InProcessBackend):
+        self.backend = backend
+        self.prepared: dict[str, bool] = {name: False for name in backend.ingesters}
+
+    async def services(self):
+        from svclog.serve.admin_routes import State
+
+        return [(name, State.RUNNING) for name in ("ring", *self.backend.ingesters, "querier")]
+
+    async def set_log_level(self, level: str) -> dict[str, str]:
+        return {name: "ok" for name in self.backend.ingesters}
+
+    async def flush(self) -> dict[str, int]:
+        await self.backend.flush()
+        return {name: 0 for name in self.backend.ingesters}
+
+    async def prepare_shutdown(self, action: str, ingester: str | None) -> dict[str, bool]:
+        from svclog.model import NotFoundError
+
+        if ingester and ingester not in self.prepared:
+            raise NotFoundError(f"no ingester named {ingester!r}")
+        names = [ingester] if ingester else list(self.prepared)
+        for name in names:
+            if action != "get":
+                self.prepared[name] = action == "set"
+        return {name: self.prepared[name] for name in names}
+
+    async def shutdown(self, ingester, flush, delete_ring_tokens, terminate) -> dict[str, dict]:
+        return {}
+
+    async def ring(self, kind: str, now_ns: int):
+        from svclog.ring.status_page import RingView
+
+        return RingView(tuple(self.backend.ring.members.values()), 60 * 10**9)
+
+    async def forget(self, kind: str, member_id: str) -> bool:
+        return False  # the fuzz must not take members out of the harness's ring
+
+    def now_ns(self) -> int:
+        return time.time_ns()
+
+
+class NoIngesterTails:
+    """The tail routes' IngesterPool with an empty ring: a tail replays, then idles."""
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        ring = SimpleNamespace(healthy_members=list, members={})
+        self.ring = SimpleNamespace(get=lambda: ring)
+
+
+def build_full_app(backend: InProcessBackend) -> FastAPI:
+    """build_app plus the ruler, delete, pattern, tail and admin routes over in-process components."""
+    from svclog.actors.compactor_actor import CompactorActor
+    from svclog.actors.pattern_actor import PatternActor
+    from svclog.ruler.api import RulesAPI
+    from svclog.ruler.ruler import Ruler, RulerSettings
+    from svclog.ruler.service import RulerService
+    from svclog.ruler.store import RuleStore
+    from svclog.serve.admin_routes import add_admin_routes
+    from svclog.serve.delete_routes import add_delete_routes
+    from svclog.serve.pattern_routes import add_pattern_routes
+    from svclog.serve.ruler_routes import add_ruler_routes
+    from svclog.serve.tail_routes import add_tail_routes
+    from svclog.storage.objstore import ObjectStore
+
+    cfg = backend.cfg
+    app = build_app(backend)
+    store = RuleStore(ObjectStore(cfg.common.path_prefix + "/rules"))
+
+    class NoQueries:
+        def instant(self, tenant, query, at_ns):
+            return []
+
+    ruler = Ruler(store, NoQueries(), RulerSettings())
+    ruler_service = Handle(RulerService(RulesAPI(store, on_change=lambda tenant: ruler.sync(1, tenant)), ruler))
+    compactor = Handle(CompactorActor(cfg, background=False).compactor)
+    patterns = Handle(PatternActor(cfg))
+    admin = InProcessAdmin(backend)
+    tails = NoIngesterTails()
+
+    async def query_logs(tenants, request):
+        return await backend.query(tenants, request)
+
+    add_ruler_routes(app, lambda: ruler_service, cfg.auth_enabled, api_enabled=True)
+    add_delete_routes(app, lambda: compactor, cfg.auth_enabled)
+    add_pattern_routes(app, lambda: patterns, cfg.auth_enabled)
+    add_tail_routes(app, lambda: tails, query_logs, lambda: cfg.auth_enabled, lambda: cfg)
+    add_admin_routes(app, lambda: admin)
+    return app
+
+
 class Client:
     """A synchronous face on httpx over ASGI (one event loop), counting requests and 5xx per endpoint."""
 
@@ -221,3 +350,25 @@ class Stopwatch:
 
 
 Seed = Callable[[Client], None]
+
+
+def seed_data(c: Client) -> None:
+    """Data for the queries to chew on: JSON, logfmt, numbers, metadata, two tenants; some flushed."""
+    from svclog.model import Entry, Labels, PushStream
+    from svclog.serve.codecs.push import encode_push_json
+    from tests.fuzz import strategies as fz
+
+    streams = [PushStream(Labels({"app": app, "env": env}.items()), [
+        Entry((fz.NOW_S + i * 7) * fz.NS, line.format(i=i), (("trace_id", f"t{i}"),) if i % 3 == 0 else ())
+        for i in range(60)])
+        for app, env, line in [("web", "prod", '{{"level":"error","x":{i},"msg":"GET /{i}"}}'),
+                               ("db", "dev", "level=info x={i}ms took={i}KB"),
+                               ("api", "prod", "10.0.0.{i} - GET /x {i}")]]
+    for tenant in ("fuzz", "fuzz-b"):
+        resp = c.request("seed", "POST", "/loki/api/v1/push", content=encode_push_json(streams),
+                         headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"})
+        assert resp.status_code == 204, resp.text
+    c.loop.run_until_complete(c.client.post("/flush"))  # some data in chunks, some in ingesters
+    more = [PushStream(Labels({"app": "web", "env": "prod"}.items()), [Entry((fz.NOW_S + 999) * fz.NS, "late")])]
+    c.request("seed", "POST", "/loki/api/v1/push", content=encode_push_json(more),
+              headers={"X-Scope-OrgID": "fuzz", "Content-Type": "application/json"})

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from svclog.model import Entry, Labels, PushStream
-from svclog.serve.codecs.push import encode_push_json
 from tests.fuzz import strategies as fz
-from tests.fuzz.harness import Client, InProcessBackend, Stopwatch, build_app, form_encode, harness_config, report
+from tests.fuzz.harness import (
+    Client, InProcessBackend, Stopwatch, build_app, form_encode, harness_config, report, seed_data,
+)
 
 SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
 MAX_BODY = 1 << 20
@@ -47,21 +47,7 @@ def client(tmp_path_factory):
 
 
 def _seed(c: Client) -> None:
-    """Data for the queries to chew on: JSON, logfmt, numbers, metadata, two tenants."""
-    streams = [PushStream(Labels({"app": app, "env": env}.items()), [
-        Entry((fz.NOW_S + i * 7) * fz.NS, line.format(i=i), (("trace_id", f"t{i}"),) if i % 3 == 0 else ())
-        for i in range(60)])
-        for app, env, line in [("web", "prod", '{{"level":"error","x":{i},"msg":"GET /{i}"}}'),
-                               ("db", "dev", "level=info x={i}ms took={i}KB"),
-                               ("api", "prod", "10.0.0.{i} - GET /x {i}")]]
-    for tenant in ("fuzz", "fuzz-b"):
-        resp = c.request("seed", "POST", "/loki/api/v1/push", content=encode_push_json(streams),
-                         headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"})
-        assert resp.status_code == 204, resp.text
-    c.loop.run_until_complete(c.client.post("/flush"))  # some data in chunks, some in ingesters
-    more = [PushStream(Labels({"app": "web", "env": "prod"}.items()), [Entry((fz.NOW_S + 999) * fz.NS, "late")])]
-    c.request("seed", "POST", "/loki/api/v1/push", content=encode_push_json(more),
-              headers={"X-Scope-OrgID": "fuzz", "Content-Type": "application/json"})
+    seed_data(c)
 
 
 def _headers(tenant: str) -> dict[str, str]:
