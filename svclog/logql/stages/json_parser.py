@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 
+import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +26,7 @@ import pyarrow.compute as pc
 from svclog.logql import ast
 from svclog.logql.stages import json_scan
 from svclog.logql.stages.batch import ERR_JSON, EXTRACTED_SUFFIX, LogBatch, set_error
-from svclog.model import ParseError, is_valid_label_name
+from svclog.model import LimitError, ParseError, is_valid_label_name
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
 _RUNE_ERROR = "\ufffd"
@@ -52,43 +53,83 @@ def _leaf(value: object) -> str | None:
     return None  # null, arrays: not labels
 
 
-def _flatten(obj: dict, prefix: str, out: dict[str, str]) -> None:
+# Bounds of one line's flattening. Each nested key prefixes every label below it, so a line of
+# deep objects with many leaves would yield label names quadratic in its length (200 KB -> 360 MB).
+# Deeper nesting is a per-line parser error (the walk is recursive); more output fails the query.
+MAX_DEPTH = 64
+MAX_EXTRACTED = 1 << 20  # characters of label names and values per line
+TOO_DEEP = f"JSON nested deeper than {MAX_DEPTH} levels"
+
+
+class _Output(dict):
+    """The labels of one line, counting the characters they hold."""
+
+    size = 0
+
+    def put(self, name: str, value: str) -> None:
+        self.size += len(name) + len(value)
+        if self.size > MAX_EXTRACTED:
+            raise LimitError(f"json parser: the labels extracted from one line exceed the limit of "
+                             f"{MAX_EXTRACTED} characters (nested keys prefix every label below them)")
+        self[name] = value
+
+
+def _flatten(obj: dict, prefix: str, out: _Output, depth: int = 1) -> None:
+    if depth > MAX_DEPTH:
+        raise json_scan.JsonScanError(TOO_DEEP)
     for key, value in obj.items():
         if isinstance(value, dict):
-            _flatten(value, sanitize_key(key, prefix), out)
+            _flatten(value, sanitize_key(key, prefix), out, depth + 1)
             continue
         text = _leaf(value)
         if text is not None:
-            out[sanitize_key(key, prefix)] = text
+            out.put(sanitize_key(key, prefix), text)
 
 
-def _scan(raw: str, prefix: str, out: dict[str, str]) -> None:
+def _scan(raw: str, prefix: str, out: _Output, depth: int = 1) -> None:
     """Fallback walk of a possibly malformed object; raises JsonScanError after partial output."""
+    if depth > MAX_DEPTH:
+        raise json_scan.JsonScanError(TOO_DEEP)
     for key, kind, value in json_scan.each_field(raw):
         if kind == json_scan.OBJECT:
-            _scan(value, sanitize_key(key, prefix), out)
+            _scan(value, sanitize_key(key, prefix), out, depth + 1)
         elif kind == json_scan.STRING:
             try:
                 text = json_scan.unescape(value)
             except json_scan.JsonScanError:
                 text = ""
-            out[sanitize_key(key, prefix)] = "" if _RUNE_ERROR in text else text
+            out.put(sanitize_key(key, prefix), "" if _RUNE_ERROR in text else text)
         elif kind in (json_scan.NUMBER, json_scan.BOOLEAN):
-            out[sanitize_key(key, prefix)] = value
+            out.put(sanitize_key(key, prefix), value)
+
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _nesting(line: str) -> int:
+    """The deepest bracket nesting outside string literals (vectorised: only malformed lines get here)."""
+    codes = np.frombuffer(_STRINGS.sub("", line).encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    steps = np.isin(codes, _OPEN).astype(np.int32) - np.isin(codes, _CLOSE)
+    return int(np.cumsum(steps).max(initial=0))
+
+
+_OPEN, _CLOSE = np.frombuffer(b"{[", dtype=np.uint8), np.frombuffer(b"}]", dtype=np.uint8)
 
 
 def parse_json_line(line: str) -> tuple[dict[str, str], str | None]:
     """Flattened (unsuffixed) labels of one line and the error details, if any."""
-    out: dict[str, str] = {}
+    out = _Output()
     obj = json_scan.loads_object(line)
-    if obj is not None:
-        _flatten(obj, "", out)
-        return out, None
     try:
-        _scan(line, "", out)
+        if obj is not None:
+            _flatten(obj, "", out)
+        elif _nesting(line) > MAX_DEPTH:  # the scan re-reads the text per level: refuse before it
+            raise json_scan.JsonScanError(TOO_DEEP)
+        else:
+            _scan(line, "", out)
     except json_scan.JsonScanError as err:
-        return out, str(err)
-    return out, None
+        return dict(out), str(err)
+    return dict(out), None
 
 
 def _is_object(line: str) -> bool:

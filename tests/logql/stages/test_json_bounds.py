@@ -1,0 +1,39 @@
+"""`| json` has bounded output and depth: no RecursionError (a 500), no quadratic label names."""
+import json
+import time
+
+import pytest
+
+from svclog.logql.stages.json_parser import MAX_DEPTH, MAX_EXTRACTED, TOO_DEEP, parse_json_line
+from svclog.model import LimitError
+
+
+@pytest.mark.parametrize("line", [
+    '{"a":' * 5000 + "1" + "}" * 5000,     # valid, deeper than the recursive walk allows
+    '{"a":' * 50000 + "1" + "}" * 50000,   # too deep even for the strict decoder: the scan path
+    '{"a":[' * 20000 + "]}" * 20000,
+])
+def test_deep_nesting_is_a_parser_error_not_a_crash(line):
+    began = time.perf_counter()
+    labels, error = parse_json_line(line)
+    assert error == TOO_DEEP and labels == {}
+    assert time.perf_counter() - began < 2.0
+
+
+def test_nesting_within_the_bound_flattens():
+    line = '{"a":' * (MAX_DEPTH - 1) + '{"b":1}' + "}" * (MAX_DEPTH - 1)
+    labels, error = parse_json_line(line)
+    assert error is None and labels == {"_".join(["a"] * (MAX_DEPTH - 1) + ["b"]): "1"}
+
+
+def test_quadratic_label_names_fail_the_query_naming_the_limit():
+    obj: dict = {f"l{i}": "v" for i in range(2000)}
+    for _ in range(60):
+        obj = {"k" * 3000: obj}
+    with pytest.raises(LimitError, match=str(MAX_EXTRACTED)):
+        parse_json_line(json.dumps(obj))
+
+
+def test_malformed_lines_keep_the_reference_details():
+    assert parse_json_line('{"a":{"b":1,"c":"x"},"d":tru') == ({"a_b": "1", "a_c": "x"}, "Unknown value type")
+    assert parse_json_line('{"a":"{{{{","b":{"c":2}}') == ({"a": "{{{{", "b_c": "2"}, None)
