@@ -116,6 +116,10 @@ class QuerierActor:
     def pid(self) -> int:
         return os.getpid()
 
+    def running_tickets(self) -> list[int]:
+        """The scheduler tickets this querier's pull loops run now (abandoned work shows here)."""
+        return self.running.tickets()
+
     def index_lookups(self) -> dict:
         """How many index lookups went to an index gateway and how many were read here."""
         return self.querier.index.stats()

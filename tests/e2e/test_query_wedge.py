@@ -1,0 +1,115 @@
+"""End to end: one heavy query no longer wedges the query path (issue 17).
+
+The outside tester's wedge: a `{env=~".+"} | logfmt` log query with limit=100000 over data where
+every line becomes its own stream timed out, its abandoned copies kept every querier slot busy and
+every later query of every tenant answered 504 until a restart. Here the heavy tenant has a 1 s
+query_timeout (runtime overrides file): four such queries at once must answer 504 naming that
+timeout after about a second, the queriers must drop the abandoned work at once, and another
+tenant's query must then answer in its normal time.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import httpx
+import pytest
+import ray
+import yaml
+
+pytestmark = pytest.mark.ray
+NS = 10**9
+HEAVY, LIGHT = "wedge-heavy", "wedge-light"
+LINES = 100_000
+
+
+def _scheduler():
+    from svclog.actors.options import NAMESPACE
+    from svclog.actors.scheduler_actor import SCHEDULER_NAME
+
+    return ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+
+
+def _override(svc, tenant: str, limits: dict) -> None:
+    path = svc.cfg.runtime_config.file
+    with open(path) as f:
+        current = yaml.safe_load(f) or {}
+    merged = {**(current.get("overrides") or {}), tenant: limits}
+    with open(path, "w") as f:
+        yaml.safe_dump({"overrides": merged}, f)
+    time.sleep(2.5)  # the reload period is 1 s
+
+
+def _push(svc, tenant: str, streams: list[dict]) -> None:
+    resp = httpx.post(svc.url + "/loki/api/v1/push", content=json.dumps({"streams": streams}), timeout=120,
+                      headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"})
+    assert resp.status_code == 204, resp.text
+
+
+def _query(svc, tenant: str, query: str, start: int, end: int, limit: int) -> tuple[int, str, float]:
+    began = time.perf_counter()
+    resp = httpx.get(svc.url + "/loki/api/v1/query_range", headers={"X-Scope-OrgID": tenant}, timeout=120,
+                     params={"query": query, "start": str(start), "end": str(end), "limit": str(limit)})
+    return resp.status_code, resp.text, time.perf_counter() - began
+
+
+def _running(svc) -> tuple[int, list[list[int]]]:
+    stats = ray.get(_scheduler().stats.remote(), timeout=30)
+    per_querier = ray.get([q.running_tickets.remote() for q in svc.handles["queriers"]], timeout=30)
+    return stats.running, per_querier
+
+
+def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc):
+    _override(svc, HEAVY, {"query_timeout": "1s"})
+    now = time.time_ns()
+    start = now - 1800 * NS
+    gap = 1800 * NS // LINES
+    for env in range(4):  # every line has its own trace_id: after `| logfmt` its own stream
+        rows = range(env, LINES, 4)
+        _push(svc, HEAVY, [{"stream": {"env": f"e{env}", "app": "wedge"},
+                            "values": [[str(start + i * gap), f'level=info trace_id=t{i} msg="request {i}" '
+                                                              f'dur={i % 997}ms'] for i in rows]}])
+    _push(svc, LIGHT, [{"stream": {"app": "light"}, "values": [[str(now - i * NS), f"light {i}"] for i in range(50)]}])
+
+    def light() -> tuple[int, str, float]:
+        return _query(svc, LIGHT, '{app="light"}', now - 3600 * NS, now + NS, 100)
+
+    status, body, normal = light()
+    assert status == 200 and len(json.loads(body)["data"]["result"][0]["values"]) == 50, body
+
+    heavy: list[tuple[int, str, float]] = []
+    threads = [threading.Thread(target=lambda: heavy.append(
+        _query(svc, HEAVY, '{env=~".+"} | logfmt', start - NS, now + NS, 100_000))) for _ in range(4)]
+    busy: list[int] = []  # querier slots seen running heavy work while the queries were in flight
+    for t in threads:
+        t.start()
+    while any(t.is_alive() for t in threads):
+        busy.append(sum(len(r) for r in _running(svc)[1]))
+        time.sleep(0.1)
+    for t in threads:
+        t.join(timeout=120)
+    assert len(heavy) == 4
+    assert max(busy) > 0, "the heavy queries never reached a querier"
+    for status, body, took in heavy:
+        assert status == 504, (status, body[:200])
+        assert "timed out after 1s (query_timeout)" in body, body
+        assert took < 8, f"the 1 s timeout answered after {took:.1f}s"
+    print(f"\nheavy: {[round(h[2], 2) for h in heavy]} s, up to {max(busy)} querier slots busy; "
+          f"light before: {normal:.3f} s")
+
+    # the abandoned sub-queries stop at the queriers' next check: no slot stays busy with them
+    began = time.time()
+    while time.time() < began + 5:
+        running, per_querier = _running(svc)
+        if running == 0 and not any(per_querier):
+            print(f"queriers free {time.time() - began:.2f} s after the last 504")
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"abandoned work still runs 5 s after the timeouts: scheduler {running}, queriers {per_querier}")
+
+    # and another tenant answers in its normal time (the wedge made it 504 for good)
+    status, body, took = light()
+    assert status == 200, body
+    assert took < max(2.0, 5 * normal), f"light query took {took:.2f}s after the heavy ones (normal {normal:.3f}s)"
