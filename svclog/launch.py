@@ -92,27 +92,27 @@ def start(cfg: Config) -> dict:
     if "ingester" in wanted:
         ingesters = [RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(
             cfg, f"ingester-{i}") for i in range(num_ingesters(cfg))]
-        ray.get([i.ready.remote() for i in ingesters])
     if "query-scheduler" in wanted:
         backends.append(RemoteScheduler.options(**scheduler_options(cfg)).remote(cfg))
     if "querier" in wanted:
         queriers = [RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus,
                                                             cfg.querier.max_concurrent)).remote(cfg, f"querier-{i}")
                     for i in range(max(1, cfg.ray.num_queriers))]
-        ray.get([q.ready.remote() for q in queriers])
     if "index-gateway" in wanted:
         backends += start_index_gateways(cfg)
     if "compactor" in wanted:
         backends.append(RemoteCompactor.options(**compactor_options()).remote(cfg))
     if "ruler" in wanted:  # the ruler ring first: each ruler joins it as it starts
         ruler_ring = RemoteRing.options(**ruler_ring_options()).remote(cfg.ruler.ring.heartbeat_timeout)
-        ray.get(ruler_ring.ready.remote())
         backends.append(ruler_ring)
         backends += [RemoteRuler.options(**ruler_options(i)).remote(cfg, ruler_name(i), max(1, cfg.ray.num_queriers))
                      for i in range(max(1, cfg.ray.num_rulers))]
     if "pattern-ingester" in wanted and cfg.pattern_ingester.enabled:
         backends.append(RemotePatternIngester.options(**pattern_ingester_options()).remote(cfg))
-    ray.get([actor.ready.remote() for actor in backends])
+    # One wait for every actor: named actors are registered when created (a ruler finds its ring,
+    # an ingester the ring, by name), so their processes start side by side instead of one
+    # group after another (each Python worker spends seconds importing before it is ready).
+    ray.get([actor.ready.remote() for actor in (*ingesters, *queriers, *backends)])
     # Deployed in place of the standby: its replicas answer 503 until the real gateway is up.
     serve.run(build_application(cfg, max(1, cfg.ray.num_queriers), wanted), name=name, route_prefix=prefix,
               blocking=False)
