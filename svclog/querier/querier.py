@@ -19,6 +19,7 @@ from svclog.querier.source import DeleteFilters, IndexLookups, IngesterReader, S
 from svclog.querier.stats import build_stats
 from svclog.querier.volume import VolumeRequest, index_stats, volumes
 from svclog.storage.chunk_store import ChunkStore
+from svclog.storage.index import listing_snapshot
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,9 @@ class Querier:
         guard = guard if guard is not None else QueryGuard(memory_limit=self.settings.max_query_memory_bytes)
         source = self._source(tenants, guard)
         shard_source = ShardedSource(source, sub.shard) if sub.shard else source
-        result = evaluate(sub.expr, sub.params, shard_source, max_series=self.settings.max_query_series, guard=guard)
+        with listing_snapshot():  # one index LIST per day for the whole sub-query, however it reads
+            result = evaluate(sub.expr, sub.params, shard_source, max_series=self.settings.max_query_series,
+                              guard=guard)
         return PartialResult(result, source.stats)
 
     def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]:

@@ -2,7 +2,8 @@
 
 Each flush writes one immutable index segment (Arrow IPC) per tenant and period
 under `index/<tenant>/<period>/`; the compactor merges them. Readers list the
-segments of the periods a query spans and cache decoded segments by key.
+segments of the periods a query spans (one LIST per period, never the tenant's whole
+prefix; once per query inside `listing_snapshot`) and cache decoded segments by key.
 """
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import json
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,6 +31,25 @@ INDEX_SCHEMA = pa.schema([
     # (absent from older segments, read as 0)
     ("sealed_ns", pa.int64()),
 ])
+
+
+# (store id, tenant, period) -> segment keys, while a query runs (see listing_snapshot)
+_LISTINGS: ContextVar[dict[tuple[int, str, int], list[str]] | None] = ContextVar("index_listings", default=None)
+
+
+@contextmanager
+def listing_snapshot() -> Iterator[None]:
+    """Within it, each period's segments are listed once: a query reading its range in many
+    windows (or asking for refs and series) makes one LIST per period, not one per read.
+    Segments flushed meanwhile show in the next query, as they would had it started later."""
+    if _LISTINGS.get() is not None:  # nested: the outer snapshot holds
+        yield
+        return
+    token = _LISTINGS.set({})
+    try:
+        yield
+    finally:
+        _LISTINGS.reset(token)
 
 
 @dataclass(frozen=True)
@@ -140,6 +162,16 @@ class IndexReader:
     def cached_segments(self) -> int:
         return len(self._cache)
 
+    def _listing(self, tenant: str, period: int, fresh: bool = False) -> list[str]:
+        memo = _LISTINGS.get()
+        memo_key = (id(self.store), tenant, period)
+        if memo is not None and not fresh and memo_key in memo:
+            return memo[memo_key]
+        keys = [k for k in self.store.list(schema.index_dir(tenant, period)) if k.endswith(".arrow")]
+        if memo is not None:
+            memo[memo_key] = keys
+        return keys
+
     def segments(self, tenant: str, start: int, end: int) -> Iterable[_Segment]:
         wanted = schema.periods_between(start, end)
         if len(wanted) > 32:
@@ -148,11 +180,24 @@ class IndexReader:
                        if p.lstrip("-").isdigit())
             wanted = sorted(p for p in present if p in wanted)
         for period in wanted:
-            for key in self.store.list(schema.index_dir(tenant, period)):
-                if key.endswith(".arrow"):
+            seen: set[str] = set()
+            keys = self._listing(tenant, period)
+            for _ in range(2):
+                gone = False
+                for key in keys:
+                    if key in seen:
+                        continue
+                    seen.add(key)
                     seg = self._segment(key)
-                    if seg is not None:
+                    if seg is None:
+                        gone = True
+                    else:
                         yield seg
+                if not gone:
+                    break
+                # A segment went between list and read: the compactor replaced it (merged
+                # segment written first, then the old ones removed). List again for the new one.
+                keys = self._listing(tenant, period, fresh=True)
 
     def chunk_refs(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
                    shard: tuple[int, int] | None = None) -> dict[Labels, list[ChunkRef]]:
