@@ -51,6 +51,15 @@ FLAG_ALIASES: dict[str, str] = {
     "local.chunk-directory": "storage_config.filesystem.directory",
     "tsdb.shipper.active-index-directory": "storage_config.tsdb_shipper.active_index_directory",
     "tsdb.shipper.cache-location": "storage_config.tsdb_shipper.cache_location",
+    "s3.url": "storage_config.aws.s3",
+    "s3.buckets": "storage_config.aws.bucketnames",
+    "s3.endpoint": "storage_config.aws.endpoint",
+    "s3.region": "storage_config.aws.region",
+    "s3.access-key-id": "storage_config.aws.access_key_id",
+    "s3.secret-access-key": "storage_config.aws.secret_access_key",
+    "s3.session-token": "storage_config.aws.session_token",
+    "s3.insecure": "storage_config.aws.insecure",
+    "s3.force-path-style": "storage_config.aws.s3forcepathstyle",
 }
 
 # The reference's flag names for limits_config keys.

@@ -28,18 +28,43 @@ def store_uri_for(common: "CommonConfig", storage: "StorageConfig | None" = None
 
 
 def _s3_uri(s3) -> str:
+    """`s3://bucket?...` with the section's settings (read by svclog.storage.s3.open_s3)."""
     bucket = s3.bucketnames.split(",")[0].strip()
-    if not bucket and s3.s3:
-        bucket = urllib.parse.urlparse(s3.s3).path.strip("/")
+    endpoint, region = s3.endpoint, s3.region
+    access_key, secret_key = s3.access_key_id, s3.secret_access_key
+    if s3.s3:
+        # The URL form: s3://[key:secret@]<endpoint host, or a bare region>/bucket
+        url = urllib.parse.urlsplit(s3.s3)
+        bucket = bucket or url.path.strip("/")
+        if url.username and not access_key:
+            access_key = urllib.parse.unquote(url.username)
+            secret_key = urllib.parse.unquote(url.password or "")
+        host = url.netloc.rsplit("@", 1)[-1]
+        if host and "." not in host and ":" not in host:
+            region = region or host
+        elif host and not endpoint:
+            endpoint = host
     params = {}
-    if s3.endpoint:
-        params["endpoint_override"] = s3.endpoint
-        params["scheme"] = "http" if s3.insecure else "https"
-    if s3.region:
-        params["region"] = s3.region
-    if s3.access_key_id:
-        params["access_key"] = s3.access_key_id
-        params["secret_key"] = s3.secret_access_key
+    if endpoint:
+        scheme, _, rest = endpoint.partition("://")
+        if rest:  # an endpoint written as a URL keeps its scheme
+            params["endpoint_override"], params["scheme"] = rest.rstrip("/"), scheme
+        else:
+            params["endpoint_override"] = endpoint
+            params["scheme"] = "http" if s3.insecure else "https"
+        params["path_style"] = "true" if s3.s3forcepathstyle else "false"
+    elif s3.insecure:
+        params["scheme"] = "http"
+    if region:
+        params["region"] = region
+    if access_key:
+        params["access_key"] = access_key
+        params["secret_key"] = secret_key
+        if s3.session_token:
+            params["session_token"] = s3.session_token
+    retries = (s3.backoff_config or {}).get("max_retries")
+    if retries is not None:
+        params["max_attempts"] = str(max(1, int(retries)))
     query = urllib.parse.urlencode(params)
     return f"s3://{bucket}" + (f"?{query}" if query else "")
 
