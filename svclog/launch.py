@@ -102,9 +102,9 @@ def start(cfg: Config) -> dict:
         backends += start_index_gateways(cfg)
     if "compactor" in wanted:
         backends.append(RemoteCompactor.options(**compactor_options()).remote(cfg))
-    if "ruler" in wanted:  # the ruler ring first: each ruler joins it as it starts
-        ruler_ring = RemoteRing.options(**ruler_ring_options()).remote(cfg.ruler.ring.heartbeat_timeout)
-        backends.append(ruler_ring)
+    if "ruler" in wanted:
+        if needs_ruler_ring(cfg):  # the ruler ring first: each ruler joins it as it starts
+            backends.append(RemoteRing.options(**ruler_ring_options()).remote(cfg.ruler.ring.heartbeat_timeout))
         backends += [RemoteRuler.options(**ruler_options(i)).remote(cfg, ruler_name(i), max(1, cfg.ray.num_queriers))
                      for i in range(max(1, cfg.ray.num_rulers))]
     if "pattern-ingester" in wanted and cfg.pattern_ingester.enabled:
@@ -129,6 +129,13 @@ def open_http(cfg: Config, name: str, prefix: str) -> None:
     serve.start(http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
                 logging_config={"log_level": "WARNING", "enable_access_log": False})
     serve.run(standby_application("starting"), name=name, route_prefix=prefix, blocking=False)
+
+
+def needs_ruler_ring(cfg: Config) -> bool:
+    """Rulers share groups through a ring only when there can be more than one: a single ruler of
+    `-target=all` owns every group without it (one process less); scalable targets keep it, as
+    other processes' rulers may join."""
+    return cfg.ray.num_rulers > 1 or cfg.targets() != frozenset({"all"})
 
 
 def start_index_gateways(cfg: Config) -> list:
