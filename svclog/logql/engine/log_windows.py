@@ -23,7 +23,9 @@ from svclog.logql.stages.batch import LogBatch
 
 FIRST_WINDOW_PARTS = 32  # the first window is 1/32 of the range ...
 MIN_WINDOW_NS = 1_000_000_000  # ... but at least a second
-MAX_GROWTH = 8  # a window is at most 8x the one before
+MAX_GROWTH = 8  # a window (or slice) is at most 8x the one before
+MIN_SLICE_ROWS = 4096  # rows the pipeline gets at once, at least (per-block overhead stays small) ...
+MAX_SLICE_ROWS = 1 << 20  # ... and at most (the parsed columns of one slice stay bounded)
 
 
 @dataclass
@@ -37,44 +39,113 @@ class Processed:
 def read_in_windows(request: SelectRequest, params: QueryParams, source: LogSource,
                     process: Callable[[StreamBlock], LogBatch], guard: QueryGuard) -> list[Processed]:
     """Pipeline outputs of the blocks that can hold answer entries, in ascending time order
-    (window by window, blocks in the source's order within a window), cut to those entries."""
-    backward = params.direction == "backward"
-    windows: list[list[Processed]] = []
-    keys: list[np.ndarray] = []  # per processed block: its times as sort keys (ascending = better)
-    total = 0
+    (slice by slice, blocks in the source's order within a slice), cut to those entries."""
+    reader = _Reader(params, process, guard)
     width = max(MIN_WINDOW_NS, -(-(params.end - params.start) // FIRST_WINDOW_PARTS))
     lo, hi = params.start, params.end  # what is still unread
     while lo < hi:
-        start, end = (max(lo, hi - width), hi) if backward else (lo, min(hi, lo + width))
-        got = _read_window(replace(request, start=start, end=end), source, process, guard)
-        windows.append(got)
-        for part in got:
-            keys.append(-part.ts if backward else part.ts)
-            total += len(part.ts)
-        if backward:
+        start, end = (max(lo, hi - width), hi) if reader.backward else (lo, min(hi, lo + width))
+        before = reader.total
+        if reader.feed(_select(source, replace(request, start=start, end=end), guard)):
+            break
+        if reader.backward:
             hi = start
         else:
             lo = end
-        if total >= params.limit and _threshold(keys, params) is not None:
-            break
-        width = _next_width(width, sum(len(p.ts) for p in got), params.limit - total)
-    if backward:
-        windows.reverse()  # ascending time: equal times of a series keep their push order
-    parts = [part for window in windows for part in window]
-    threshold = _threshold(keys, params)
-    return _cut(parts, threshold, backward, guard) if threshold is not None else parts
+        width = _next_width(width, reader.total - before, params.limit - reader.total)
+    return reader.answer_rows()
 
 
-def _read_window(request: SelectRequest, source: LogSource, process: Callable[[StreamBlock], LogBatch],
-                 guard: QueryGuard) -> list[Processed]:
-    out = []
+def _select(source: LogSource, request: SelectRequest, guard: QueryGuard) -> list[StreamBlock]:
+    blocks = []
     for block in source.select_logs(request):
         guard.check()
-        batch = process(block)
-        if len(batch):
-            guard.charge(batch_bytes(batch))
-            out.append(Processed(_to_numpy(batch.ts), batch))
-    return out
+        blocks.append(block)
+    return blocks
+
+
+class _Reader:
+    """Runs the pipeline over selected blocks a time slice at a time, in the query's direction,
+    sizing each slice (in rows) to what is still needed; the pipeline (parsers are the costly
+    part) thus sees about `limit` rows however many one select returned."""
+
+    def __init__(self, params: QueryParams, process: Callable[[StreamBlock], LogBatch], guard: QueryGuard):
+        self.params = params
+        self.backward = params.direction == "backward"
+        self.process = process
+        self.guard = guard
+        self.slices: list[list[Processed]] = []
+        self.keys: list[np.ndarray] = []  # per processed block: its times as sort keys (ascending = better)
+        self.total = 0
+        self.slice_rows = max(MIN_SLICE_ROWS, params.limit + params.limit // 4)
+
+    def feed(self, blocks: list[StreamBlock]) -> bool:
+        """Process one select's blocks; True once the answer is certain (read no further)."""
+        if not blocks:
+            return False
+        held = sum(array_bytes(b.ts, b.line, b.metadata) for b in blocks)
+        self.guard.charge(held)  # the raw blocks, held until this select is processed
+        try:
+            return self._feed(blocks)
+        finally:
+            self.guard.release(held)
+
+    def _feed(self, blocks: list[StreamBlock]) -> bool:
+        times = [_to_numpy(b.ts) for b in blocks]
+        keys = np.sort(np.concatenate([-t if self.backward else t for t in times]))
+        pos = 0
+        while pos < len(keys):
+            # a slice ends on a time boundary: equal times never straddle two slices
+            stop = int(np.searchsorted(keys, keys[min(len(keys), pos + self.slice_rows) - 1], side="right"))
+            got = self._slice(blocks, times, int(keys[pos]), int(keys[stop - 1]))
+            self.slices.append(got)
+            produced = 0
+            for part in got:
+                self.keys.append(-part.ts if self.backward else part.ts)
+                produced += len(part.ts)
+            self.total += produced
+            if self.total >= self.params.limit and _threshold(self.keys, self.params) is not None:
+                return True
+            self.slice_rows = _next_rows(stop - pos, produced, self.params.limit - self.total)
+            pos = stop
+        return False
+
+    def _slice(self, blocks: list[StreamBlock], times: list[np.ndarray], first: int, last: int) -> list[Processed]:
+        """The pipeline over every block's rows with sort keys in [first, last]."""
+        t_lo, t_hi = (-last, -first) if self.backward else (first, last)
+        out = []
+        for block, ts in zip(blocks, times):
+            lo = int(np.searchsorted(ts, t_lo, side="left"))
+            hi = int(np.searchsorted(ts, t_hi, side="right"))
+            if hi <= lo:
+                continue
+            self.guard.check()
+            part = block if (lo, hi) == (0, len(ts)) else _slice_block(block, lo, hi)
+            batch = self.process(part)
+            if len(batch):
+                self.guard.charge(batch_bytes(batch))
+                out.append(Processed(_to_numpy(batch.ts), batch))
+        return out
+
+    def answer_rows(self) -> list[Processed]:
+        slices = self.slices[::-1] if self.backward else self.slices  # ascending: ties keep push order
+        parts = [part for got in slices for part in got]
+        threshold = _threshold(self.keys, self.params)
+        return _cut(parts, threshold, self.backward, self.guard) if threshold is not None else parts
+
+
+def _slice_block(block: StreamBlock, lo: int, hi: int) -> StreamBlock:
+    n = hi - lo
+    metadata = block.metadata.slice(lo, n) if block.metadata is not None else None
+    return StreamBlock(block.labels, block.ts.slice(lo, n), block.line.slice(lo, n), metadata)
+
+
+def _next_rows(rows: int, produced: int, need: int) -> int:
+    """Rows for the next slice: what should yield the entries still needed, by this slice's yield."""
+    if produced <= 0:
+        return min(rows * 4, MAX_SLICE_ROWS)
+    wanted = rows * (need / produced) * 1.25
+    return int(min(max(wanted, MIN_SLICE_ROWS), rows * MAX_GROWTH, MAX_SLICE_ROWS))
 
 
 def _next_width(width: int, got: int, need: int) -> int:

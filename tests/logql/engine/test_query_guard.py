@@ -76,7 +76,7 @@ def test_a_parser_making_every_entry_its_own_stream_stays_linear():
     result = run('{app="a"} | logfmt', source, limit=20_000)
     elapsed = time.perf_counter() - began
     assert len(result.streams) == 20_000 and all(len(s.ts) == 1 for s in result.streams)
-    assert elapsed < 20, f"{elapsed:.1f}s for 20k single-entry streams"
+    assert elapsed < 30, f"{elapsed:.1f}s for 20k single-entry streams"
     trace = {s.labels.get("trace_id") for s in result.streams}
     assert len(trace) == 20_000
 
