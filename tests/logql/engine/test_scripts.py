@@ -7,14 +7,13 @@ import numpy as np
 import pytest
 
 from svclog.logql.engine.evaluator import evaluate
+from svclog.logql import parser
 from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.engine.params import QueryParams, step_times
 from svclog.logql.engine.result import MatrixResult, ScalarResult, StreamsResult, VectorResult
 from svclog.model import SvcError
 from tests.logql.engine.script import EvalCommand, LoadCommand, close, parse_script
 
-parser = pytest.importorskip("svclog.logql.parser", reason="the LogQL parser has not landed yet",
-                            exc_type=ImportError)
 
 SCRIPTS = sorted((Path(__file__).parent / "scripts").glob("*.test"))
 
