@@ -60,16 +60,25 @@ def _running(svc) -> tuple[int, list[list[int]]]:
     return stats.running, per_querier
 
 
-def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc):
-    _override(svc, HEAVY, {"query_timeout": "1s"})
+@pytest.fixture(scope="module")
+def heavy(svc) -> tuple[int, int]:
+    """LINES lines over the last half hour of HEAVY, each with its own trace_id: after `| logfmt`
+    every line is its own stream. Returns the query range."""
     now = time.time_ns()
     start = now - 1800 * NS
     gap = 1800 * NS // LINES
-    for env in range(4):  # every line has its own trace_id: after `| logfmt` its own stream
+    for env in range(4):
         rows = range(env, LINES, 4)
         _push(svc, HEAVY, [{"stream": {"env": f"e{env}", "app": "wedge"},
                             "values": [[str(start + i * gap), f'level=info trace_id=t{i} msg="request {i}" '
-                                                              f'dur={i % 997}ms'] for i in rows]}])
+                                                              f'n={i} dur={i % 997}ms'] for i in rows]}])
+    return start - NS, now + NS
+
+
+def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc, heavy):
+    _override(svc, HEAVY, {"query_timeout": "1s"})
+    start, end = heavy
+    now = time.time_ns()
     _push(svc, LIGHT, [{"stream": {"app": "light"}, "values": [[str(now - i * NS), f"light {i}"] for i in range(50)]}])
 
     def light() -> tuple[int, str, float]:
@@ -80,7 +89,7 @@ def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc):
 
     heavy: list[tuple[int, str, float]] = []
     threads = [threading.Thread(target=lambda: heavy.append(
-        _query(svc, HEAVY, '{env=~".+"} | logfmt', start - NS, now + NS, 100_000))) for _ in range(4)]
+        _query(svc, HEAVY, '{env=~".+"} | logfmt', start, end, 100_000))) for _ in range(4)]
     busy: list[int] = []  # querier slots seen running heavy work while the queries were in flight
     for t in threads:
         t.start()
@@ -113,3 +122,29 @@ def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc):
     status, body, took = light()
     assert status == 200, body
     assert took < max(2.0, 5 * normal), f"light query took {took:.2f}s after the heavy ones (normal {normal:.3f}s)"
+
+
+def test_a_client_that_disconnects_stops_its_query_on_the_queriers(svc, heavy):
+    """No timeout fires here (60 s): the client giving up alone must stop the work everywhere."""
+    tenant = HEAVY
+    _override(svc, tenant, {"query_timeout": "60s"})
+    start, end = heavy
+    params = {"query": '{env=~".+"} | logfmt | n > 1', "start": str(start), "end": str(end), "limit": "100000"}
+    with pytest.raises(httpx.TimeoutException):
+        httpx.get(svc.url + "/loki/api/v1/query_range", headers={"X-Scope-OrgID": tenant}, timeout=1.0,
+                  params=params)
+    left = time.time()
+    assert any(_running(svc)[1]), "the query was no longer running when its client left"
+    while time.time() < left + 10:
+        running, per_querier = _running(svc)
+        if running == 0 and not any(per_querier):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"work of a disconnected client still runs 10 s later: scheduler {running}, queriers {per_querier}")
+    freed = time.time() - left
+    # the same query left alone takes longer than its cancelled copy took to stop
+    status, body, took = _query(svc, tenant, params["query"], start, end, 100_000)
+    assert status == 200, body[:200]
+    print(f"\nqueriers free {freed:.2f} s after the client left; the whole query takes {took:.2f} s")
+    assert freed < took
