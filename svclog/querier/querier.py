@@ -54,7 +54,7 @@ class Querier:
         data["stats"] = build_stats(partial.stats, time.perf_counter() - began, queue_seconds)
         return data
 
-    def execute(self, tenants: list[str], sub: SubQuery, guard: QueryGuard | None = None) -> "PartialResult":
+    def execute(self, tenants: list[str], sub: SubQuery, guard: QueryGuard | None = None) -> PartialResult:
         """One sub-query (a time piece and/or shard of a query) over store and ingesters; `guard`
         stops it at its deadline, on cancellation or past its memory budget."""
         guard = guard if guard is not None else QueryGuard(memory_limit=self.settings.max_query_memory_bytes)

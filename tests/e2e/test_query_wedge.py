@@ -70,8 +70,8 @@ def heavy(svc) -> tuple[int, int]:
     for env in range(4):
         rows = range(env, LINES, 4)
         _push(svc, HEAVY, [{"stream": {"env": f"e{env}", "app": "wedge"},
-                            "values": [[str(start + i * gap), f'level=info trace_id=t{i} msg="request {i}" '
-                                                              f'n={i} dur={i % 997}ms'] for i in rows]}])
+                            "values": [[str(start + i * gap), f'level=info trace_id=t{i} msg="req {i}" n={i}']
+                                       for i in rows]}])
     return start - NS, now + NS
 
 

@@ -61,11 +61,11 @@ class QueryLimits:
     memory_bytes: int = 0
 
     @classmethod
-    def starting_now(cls, timeout_ns: int, memory_bytes: int, now: float | None = None) -> "QueryLimits":
+    def starting_now(cls, timeout_ns: int, memory_bytes: int, now: float | None = None) -> QueryLimits:
         now = time.time() if now is None else now
         return cls(now + timeout_ns / 1e9 if timeout_ns > 0 else None, timeout_ns, memory_bytes)
 
-    def guard(self) -> "QueryGuard":
+    def guard(self) -> QueryGuard:
         return QueryGuard(self.deadline, self.timeout_ns, self.memory_bytes)
 
 
