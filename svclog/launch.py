@@ -25,7 +25,7 @@ from svclog.actors.querier_actor import RemoteQuerier
 from svclog.actors.ring_actor import RemoteRing
 from svclog import targets
 from svclog.config import Config, replication_factor
-from svclog.serve.deployments import build_application
+from svclog.serve.deployments import GATEWAY_MAX_ONGOING, build_application, scaling
 from svclog.serve.standby import standby_application
 from svclog.serve.runtime import clear_log_level
 
@@ -156,7 +156,7 @@ def stop(handles: dict | None = None, cfg: Config | None = None, timeout_s: floa
     """A clean stop: the HTTP application goes first (no new work), the ingesters run their shutdown
     path (bounded by `timeout_s`), then every actor is killed, the ring last."""
     handles = handles or {}
-    close_http(handles.get("app", APP_NAME), handles.get("prefix"))
+    close_http(handles.get("app", APP_NAME), handles.get("prefix"), single_gateway=bool(cfg and single_gateway(cfg)))
     stop_ingesters(handles.get("ingesters", []), cfg, timeout_s)
     _kill(handles.get("backends", []) + handles.get("queriers", []))
     if handles.get("ring") is not None:
@@ -167,9 +167,17 @@ def stop(handles: dict | None = None, cfg: Config | None = None, timeout_s: floa
         pass
 
 
-def close_http(app: str, prefix: str | None) -> None:
-    """No new work: the application is swapped for the standby, which answers 503 with Retry-After
-    until the process shuts Serve down and the port closes (deleting it would answer 404)."""
+def close_http(app: str, prefix: str | None, single_gateway: bool = False) -> None:
+    """No new work: every route answers 503 with Retry-After until the process shuts Serve down
+    and the port closes (deleting the application would answer 404). A single gateway replica is
+    told so directly (milliseconds); otherwise the application is swapped for the standby, which
+    waits for a new replica process (seconds)."""
+    if single_gateway:
+        try:
+            serve.get_app_handle(app).enter_standby.remote("stopping").result(timeout_s=STANDBY_CALL_TIMEOUT_S)
+            return
+        except Exception as err:  # noqa: BLE001 - replica gone or busy: swap the application instead
+            log.warning("clean stop: the gateway did not take the stopping state (%s); deploying the standby", err)
     try:
         if prefix is None:
             raise LookupError("no route prefix recorded")
@@ -180,6 +188,14 @@ def close_http(app: str, prefix: str | None) -> None:
             serve.delete(app)
         except Exception:  # already gone
             pass
+
+
+STANDBY_CALL_TIMEOUT_S = 2.0
+
+
+def single_gateway(cfg: Config) -> bool:
+    """Does the HTTP application run exactly one gateway replica (the local default)?"""
+    return scaling(cfg, GATEWAY_MAX_ONGOING) == {"num_replicas": 1}
 
 
 def stop_ingesters(ingesters: list, cfg: Config | None, timeout_s: float = STOP_TIMEOUT_S) -> None:

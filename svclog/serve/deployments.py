@@ -52,6 +52,9 @@ class OnlyExposedEndpoints:
         self.app = app
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] in ("http", "websocket") and runtime.standby() is not None:
+            await runtime.standby()(scope, receive, send)  # stopping: 503 + Retry-After, never 404
+            return
         if scope["type"] == "http":
             path, root = scope["path"], scope.get("root_path", "")
             if root and path.startswith(root):
@@ -296,6 +299,13 @@ class Gateway:
         ))
 
 
+    def enter_standby(self, state: str) -> None:
+        """From now on every route of this replica answers 503 with Retry-After (a clean stop):
+        cheaper than deploying the standby application, which starts a process while the
+        service is going away."""
+        runtime.enter_standby(state)
+
+
 # Serve autoscaling (requests in flight per replica drive the replica count). One replica each is
 # what a 2-core single node has room for; joining a cluster (`ray.address` set) lets replicas grow
 # and Ray's autoscaler add nodes for them. `ray.serve_min_replicas` / `ray.serve_max_replicas`
@@ -323,6 +333,8 @@ def scaling(cfg: Config, max_ongoing_requests: int) -> dict:
     return {"autoscaling_config": config}
 
 
+GATEWAY_MAX_ONGOING = 128  # requests in flight per gateway replica (pushes and queries)
+
 # A stop (Ctrl-C, SIGTERM, scale-down) waits this long for requests in flight: Serve's defaults
 # (20 s, polled every 2 s) made every clean stop take ~30 s while pushes are durable on ack
 # (WAL) and clients retry what a stop cut short.
@@ -333,5 +345,6 @@ def build_application(cfg: Config, num_queriers: int, components: frozenset[str]
     """The bound Serve application: the gateway, hosting the distributor and the query frontend
     when the targets run them."""
     gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": cfg.ray.serve_num_cpus},
-                               max_ongoing_requests=128, **SHUTDOWN, **scaling(cfg, 128))
+                               max_ongoing_requests=GATEWAY_MAX_ONGOING, **SHUTDOWN,
+                               **scaling(cfg, GATEWAY_MAX_ONGOING))
     return gateway.bind(cfg, num_queriers)

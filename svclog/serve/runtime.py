@@ -36,6 +36,18 @@ def config() -> Any:
     return _state["cfg"]
 
 
+def enter_standby(state: str) -> None:
+    """This replica answers every route like the standby application does ("stopping")."""
+    from svclog.serve.standby import StandbyApp
+
+    _state["standby"] = StandbyApp(state)
+
+
+def standby() -> Any:
+    """The standby answer this replica gives instead of serving, or None while it serves."""
+    return _state.get("standby")
+
+
 def exposes(path: str) -> bool:
     """Whether this process's components serve the endpoint group of `path` (else 404)."""
     if "cfg" not in _state:

@@ -26,3 +26,25 @@ def test_unexposed_groups_are_404(target, path, method):
     response = asyncio.run(call())
     assert response.status_code == 404
     assert f"target '{target}'" in response.text
+
+
+def test_a_stopping_gateway_answers_503_with_retry_after_on_every_route():
+    from svclog import launch
+    from svclog.serve import deployments, runtime
+
+    cfg = load_config(None, [])
+    runtime.configure(cfg, None)
+    assert launch.single_gateway(cfg)  # the local default: the stop tells the one replica directly
+    runtime.enter_standby("stopping")
+    try:
+        async def call(method, path):
+            transport = httpx.ASGITransport(app=deployments.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+                return await client.request(method, path, headers={"X-Scope-OrgID": "t"})
+
+        for method, path in [("POST", "/loki/api/v1/push"), ("GET", "/ready"), ("GET", "/nope")]:
+            response = asyncio.run(call(method, path))
+            assert response.status_code == 503 and response.headers["retry-after"] == "1"
+            assert "stopping" in response.text
+    finally:
+        runtime._state.pop("standby", None)
