@@ -190,7 +190,12 @@ class HostedFrontend:
                 if wait <= 0:
                     raise timeout_error(limits.timeout_ns)
                 try:
-                    return await self.scheduler.result.remote(live[i], wait)
+                    box = await self.scheduler.result.remote(live[i], wait)
+                    # the answer is an object its querier owns: fetched here, so that one lost with a
+                    # querier that died right after answering is queued again (reads are idempotent)
+                    return await box[0]
+                except ray.exceptions.ObjectLostError:  # OwnerDiedError included
+                    live[i] = None
                 except ray.exceptions.RayActorError:
                     live[i] = None
                     await self._scheduler_lost(outage, deadline)
@@ -236,9 +241,9 @@ class HostedFrontend:
             began = time.perf_counter()
             cached = await asyncio.to_thread(self.frontend.lookup, tenants, plan)
             todo = [i for i in range(len(plan.subqueries)) if i not in cached.hits]
-            boxed = await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo],
+            answers = await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo],
                                     limits) if todo else []
-            fresh = dict(zip(todo, await asyncio.gather(*(box[0] for box in boxed))))
+            fresh = dict(zip(todo, answers))
             self.frontend.remember(cached, fresh)
             partials = [cached.hits[i] if i in cached.hits else fresh[i] for i in range(len(plan.subqueries))]
             queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
