@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from svclog.client import Client
+from tests.e2e.test_real_clients import _read_back as read_back
 
 pytestmark = pytest.mark.ray
 NS = 1_000_000_000
@@ -83,14 +84,7 @@ def _lines_for(run_id: str) -> list[str]:
 
 def _read_back(svc, query: str, start: int, want: int, timeout: float = 15.0) -> list[dict]:
     """Streams of `query` read forward, once `want` entries are there."""
-    client = Client(svc.url, tenant=TENANT, timeout=60)
-    deadline = time.monotonic() + timeout
-    while True:
-        data = client.query_range(query, start=start, end=time.time_ns() + NS, direction="forward", limit=1000)
-        got = sum(len(stream["values"]) for stream in data["result"])
-        if got >= want or time.monotonic() > deadline:
-            return data["result"]
-        time.sleep(0.1)
+    return read_back(Client(svc.url, tenant=TENANT, timeout=60), query, start, want, timeout)
 
 
 def _one_stream(streams: list[dict]) -> tuple[dict, list[str]]:
