@@ -47,11 +47,16 @@ def convert_column(column: pa.Array, conversion: str) -> tuple[np.ndarray, np.nd
 
 def unwrap_values(batch: LogBatch, unwrap: ast.Unwrap) -> tuple[np.ndarray, LogBatch]:
     """Values of the unwrapped label; failing entries get `__error__`; the label leaves the series."""
-    values, errors, messages = convert_column(batch.label(unwrap.label), unwrap.conversion)
+    original = batch.label(unwrap.label)
+    values, errors, messages = convert_column(original, unwrap.conversion)
     failed = errors >= 0
     if failed.any():
         _set_errors(batch, failed, errors, messages)
     batch.drop_label(unwrap.label)
+    if failed.any():
+        # an entry whose conversion failed keeps every label, the unwrapped one included (the
+        # reference applies no grouping to an erroring sample, so its error names that value)
+        batch.set_label(unwrap.label, pc.if_else(pa.array(failed), original, pa.nulls(len(original), pa.string())))
     for expr in unwrap.post_filters:
         mask = sb.label_filter_mask(expr, batch)
         keep = np.asarray(pc.fill_null(mask, False).to_numpy(zero_copy_only=False), dtype=bool)
