@@ -21,6 +21,7 @@ from svclog.logql.stages.line_filter import LineFilterStage
 from svclog.model import NS, SvcError, ValidationError, parse_go_duration, parse_rfc3339
 from svclog.storage.objstore import ObjectStore
 
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 DELETES_PREFIX = "compactor/deletes"
 STATUS_RECEIVED = "received"
 STATUS_PROCESSED = "processed"
@@ -217,7 +218,9 @@ class DeleteRequestStore:
         return sorted(found, key=lambda r: (r.created_at_ms, r.request_id))
 
     def get(self, tenant: str, request_id: str) -> DeleteRequest | None:
-        if not request_id or "/" in request_id:
+        # ids are ours (8 hex characters); anything else, a NUL or a path separator included,
+        # names no request and must never reach the object store as a key (a NUL was a 503)
+        if not _REQUEST_ID.fullmatch(request_id or ""):
             return None
         try:
             return DeleteRequest.from_bytes(self.store.get(self.key(tenant, request_id)))

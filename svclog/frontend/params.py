@@ -80,7 +80,7 @@ def _overflows(text: str) -> bool:
         return False
 
 
-def _check_aligned(start: int, end: int, step: int) -> None:
+def check_aligned(start: int, end: int, step: int) -> None:
     """The engine rounds start down and end up to the step: both must stay 64-bit timestamps."""
     aligned_end = end if end % step == 0 else end + step - end % step
     if start - start % step < INT64_MIN or aligned_end + 1 > INT64_MAX:
@@ -121,7 +121,7 @@ def range_request(form: Mapping[str, str], now: int | None = None) -> RangeReque
     if (end - start) / step > MAX_POINTS:
         raise ValidationError("exceeded maximum resolution of 11,000 points per timeseries. "
                               "Try increasing the value of the step parameter")
-    _check_aligned(start, end, step)
+    check_aligned(start, end, step)
     interval_text = form.get("interval")
     interval = _duration(interval_text, "interval") if interval_text else None
     if interval is not None and interval < 0:

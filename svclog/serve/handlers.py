@@ -306,6 +306,7 @@ def _check_order(start: int, end: int) -> None:
 def _volume_step(form: dict[str, str], start: int, end: int) -> int:
     """volume_range's step, bounded like query_range's: positive, at most 11,000 points."""
     step = qp.parse_step_param(form["step"]) if form.get("step") else qp.default_step(start, end)
+    qp.check_aligned(start, end, step)  # step-aligned bounds must stay int64 (start=-2^63 was a 500)
     if (end - start) / step > qp.MAX_POINTS:
         raise ValidationError("exceeded maximum resolution of 11,000 points per timeseries. "
                               "Try increasing the value of the step parameter")

@@ -166,3 +166,12 @@ def test_force_cancel_of_a_picked_up_single_shard_request(tmp_path, monkeypatch)
         release.set()
         thread.join(30)
     assert [r["status"] for r in compactor.list_delete_requests("t")] == ["processed"]
+
+
+def test_request_ids_that_are_not_ours_name_no_request_and_never_reach_the_store(tmp_path):
+    from svclog.compactor.delete_requests import DeleteRequestStore
+    from svclog.storage.objstore import ObjectStore
+
+    store = DeleteRequestStore(ObjectStore(str(tmp_path)))
+    for request_id in ["", "a/b", "..", "\n\n\x7f\x00\r\x00", "é\x00", "x" * 200]:
+        assert store.get("t", request_id) is None

@@ -48,3 +48,21 @@ def test_a_stopping_gateway_answers_503_with_retry_after_on_every_route():
             assert "stopping" in response.text
     finally:
         runtime._state.pop("standby", None)
+
+
+def test_volume_range_with_bounds_at_the_int64_edge_is_a_400_not_a_500():
+    from tests.fuzz.harness import InProcessBackend, build_app, harness_config
+    import tempfile
+
+    root = tempfile.mkdtemp()
+    app = build_app(InProcessBackend(harness_config(root, "-limits.volume-enabled=true"), root))
+
+    async def call(query):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+            return await client.get("/loki/api/v1/index/volume_range?" + query, headers={"X-Scope-OrgID": "t"})
+
+    for query in ["query=%7Ba%3D%22b%22%7D&start=-9223372036854775808&end=0",
+                  "query=%7Ba%3D%22b%22%7D&start=0&end=9223372036854775807&step=1h"]:
+        response = asyncio.run(call(query))
+        assert response.status_code == 400, response.text
