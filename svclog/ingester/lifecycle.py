@@ -9,9 +9,11 @@ Pure (no Ray): the ring is a small Protocol the actor host implements with remot
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +36,25 @@ class Flushable(Protocol):
     def flush(self, force: bool = False) -> int: ...
 
 
+def _write_atomically(path: str, text: str, sync: bool = False) -> None:
+    """Write then rename, through a temporary file of this call's own: two admin calls at once
+    (concurrent prepare-shutdown requests) each rename their own file instead of racing on one."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+        raise
+
+
 class ShutdownMarker:
     """The prepare-shutdown flag as a file: present = set."""
 
@@ -44,13 +65,7 @@ class ShutdownMarker:
         return os.path.exists(self.path)
 
     def set(self) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("set\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        _write_atomically(self.path, "set\n", sync=True)
 
     def unset(self) -> None:
         try:
@@ -91,11 +106,7 @@ class TokenFile:
     def save(self, tokens: tuple[int, ...]) -> None:
         if not self.path:
             return
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump({"tokens": list(tokens)}, f)
-        os.replace(tmp, self.path)
+        _write_atomically(self.path, json.dumps({"tokens": list(tokens)}))
 
     def delete(self) -> bool:
         if not self.path:
