@@ -114,7 +114,7 @@ def start(cfg: Config) -> dict:
     # group after another (each Python worker spends seconds importing before it is ready).
     ray.get([actor.ready.remote() for actor in (*ingesters, *queriers, *backends)])
     # Deployed in place of the standby: its replicas answer 503 until the real gateway is up.
-    serve.run(build_application(cfg, max(1, cfg.ray.num_queriers), wanted), name=name, route_prefix=prefix,
+    serve.run(build_application(cfg, max(1, cfg.ray.num_queriers)), name=name, route_prefix=prefix,
               blocking=False)
     log.info("svclog (%s) serving on http://%s:%d%s", cfg.target, cfg.server.http_listen_address,
              cfg.server.http_listen_port, prefix)
@@ -167,6 +167,9 @@ def stop(handles: dict | None = None, cfg: Config | None = None, timeout_s: floa
         pass
 
 
+STANDBY_CALL_TIMEOUT_S = 2.0  # how long a stop waits for the gateway to take the stopping state
+
+
 def close_http(app: str, prefix: str | None, single_gateway: bool = False) -> None:
     """No new work: every route answers 503 with Retry-After until the process shuts Serve down
     and the port closes (deleting the application would answer 404). A single gateway replica is
@@ -188,9 +191,6 @@ def close_http(app: str, prefix: str | None, single_gateway: bool = False) -> No
             serve.delete(app)
         except Exception:  # already gone
             pass
-
-
-STANDBY_CALL_TIMEOUT_S = 2.0
 
 
 def single_gateway(cfg: Config) -> bool:

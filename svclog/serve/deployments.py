@@ -52,8 +52,9 @@ class OnlyExposedEndpoints:
         self.app = app
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] in ("http", "websocket") and runtime.standby() is not None:
-            await runtime.standby()(scope, receive, send)  # stopping: 503 + Retry-After, never 404
+        standby = runtime.standby() if scope["type"] in ("http", "websocket") else None
+        if standby is not None:
+            await standby(scope, receive, send)  # stopping: 503 + Retry-After, never 404
             return
         if scope["type"] == "http":
             path, root = scope["path"], scope.get("root_path", "")
@@ -282,7 +283,7 @@ class HostedFrontend:
 
 @serve.ingress(app)
 class Gateway:
-    """The HTTP entry: hosts the distributor (write path) and forwards reads to the query frontend."""
+    """The HTTP entry: hosts the distributor (write path) and the query frontend (reads)."""
 
     def __init__(self, cfg: Config, num_queriers: int):
         pool = IngesterPool(RingClient(), replication_factor(cfg))
@@ -302,7 +303,6 @@ class Gateway:
             pattern_ingester_enabled=cfg.pattern_ingester.enabled,
             otlp_index_labels=otlp_index_labels(cfg),
         ))
-
 
     def enter_standby(self, state: str) -> None:
         """From now on every route of this replica answers 503 with Retry-After (a clean stop):
@@ -346,7 +346,7 @@ GATEWAY_MAX_ONGOING = 128  # requests in flight per gateway replica (pushes and 
 SHUTDOWN = {"graceful_shutdown_timeout_s": 3.0, "graceful_shutdown_wait_loop_s": 0.25}
 
 
-def build_application(cfg: Config, num_queriers: int, components: frozenset[str] = frozenset(targets.COMPONENTS)):
+def build_application(cfg: Config, num_queriers: int):
     """The bound Serve application: the gateway, hosting the distributor and the query frontend
     when the targets run them."""
     gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": cfg.ray.serve_num_cpus},
