@@ -13,6 +13,7 @@ from svclog.scheduler.actor_path import (
 from svclog.scheduler.fair_queue import Dequeued, FairQueue, TooManyOutstandingRequests
 from svclog.scheduler.service import (
     Assignment,
+    Dispatch,
     QuerierLostError,
     Released,
     Scheduler,
@@ -21,7 +22,7 @@ from svclog.scheduler.service import (
 )
 
 __all__ = [
-    "ACTOR_PATH_HEADER", "ACTOR_PATH_HEADER_ALIAS", "ActorPath", "Assignment", "Dequeued", "FairQueue",
+    "ACTOR_PATH_HEADER", "ACTOR_PATH_HEADER_ALIAS", "ActorPath", "Assignment", "Dequeued", "Dispatch", "FairQueue",
     "QuerierLostError", "QueueDepthError", "Released", "Scheduler", "SchedulerSettings", "SchedulerStats",
     "TooManyOutstandingRequests", "actor_path_from_headers", "parse_actor_path",
 ]

@@ -30,6 +30,7 @@ class Dequeued(NamedTuple, Generic[T]):
     tenant: str
     path: ActorPath
     item: T
+    contenders: int = 1  # participants of its tenant's first level that had work (local queue, sub-queues)
 
 
 class FairQueue(Generic[T]):
@@ -76,13 +77,17 @@ class FairQueue(Generic[T]):
         return node is not None and node.remove(ticket)
 
     def dequeue(self) -> Dequeued[T] | None:
+        if not self._root.turns:
+            return None
+        # how many of the served tenant's first-level queues compete for this turn (fairness metrics)
+        contenders = len(self._root.children[next(iter(self._root.turns))].turns)
         taken = self._root.pop()
         if taken is None:
             return None
         ticket, item, node = taken
         del self._where[ticket]
         tenant, *path = _path_of(node)
-        return Dequeued(ticket, tenant, tuple(path), item)
+        return Dequeued(ticket, tenant, tuple(path), item, contenders)
 
     def _node_for(self, tenant: str, path: ActorPath, adding: int) -> QueueNode[T]:
         queued = self.tenant_length(tenant)

@@ -14,6 +14,7 @@ them are gone (cancelled, expired, re-queued elsewhere), so they stop that work.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -22,6 +23,7 @@ from svclog.scheduler.actor_path import ActorPath, limit_depth
 from svclog.scheduler.fair_queue import DEFAULT_MAX_LEVELS, DEFAULT_MAX_OUTSTANDING, FairQueue
 
 T = TypeVar("T")
+DISPATCH_LOG = 4096  # hand-outs remembered for metrics (which querier, which actor path)
 
 
 class QuerierLostError(RuntimeError):
@@ -50,6 +52,18 @@ class Assignment(Generic[T]):
 
 
 @dataclass(frozen=True)
+class Dispatch:
+    """One hand-out, kept for metrics: which querier took which tenant's sub-query from which
+    actor path, and how many of that tenant's first-level queues had work then (`contenders`)."""
+
+    ticket: int
+    tenant: str
+    path: ActorPath
+    querier: str
+    contenders: int
+
+
+@dataclass(frozen=True)
 class Released:
     """Tickets a lost querier was running: back in the queue, or given up after `max_attempts`."""
 
@@ -65,6 +79,7 @@ class SchedulerStats:
     discarded: dict[str, int]
     dequeued: int
     queue_seconds_total: float
+    dispatched: dict[str, int] = field(default_factory=dict)  # querier id -> sub-queries handed to it
 
 
 @dataclass
@@ -99,6 +114,8 @@ class Scheduler(Generic[T]):
         self._dequeued = 0
         self._queue_seconds_total = 0.0
         self._expired: list[int] = []
+        self._dispatched: dict[str, int] = {}
+        self._recent: deque[Dispatch] = deque(maxlen=DISPATCH_LOG)
 
     # ------------------------------------------------------------ frontend side
 
@@ -152,6 +169,8 @@ class Scheduler(Generic[T]):
         waited = max(0.0, self._clock() - entry.enqueued_at)
         self._dequeued += 1
         self._queue_seconds_total += waited
+        self._dispatched[querier_id] = self._dispatched.get(querier_id, 0) + 1
+        self._recent.append(Dispatch(taken.ticket, entry.tenant, entry.path, querier_id, taken.contenders))
         return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts,
                           entry.deadline)
 
@@ -242,6 +261,10 @@ class Scheduler(Generic[T]):
         querier = self._queriers.get(querier_id)
         return frozenset(querier.running) if querier is not None else frozenset()
 
+    def recent_dispatches(self, tenant: str | None = None) -> list[Dispatch]:
+        """The last `DISPATCH_LOG` hand-outs, oldest first (of one tenant when given)."""
+        return [d for d in self._recent if tenant is None or d.tenant == tenant]
+
     def stats(self) -> SchedulerStats:
         return SchedulerStats(
             queued=self.queue.lengths(),
@@ -250,4 +273,5 @@ class Scheduler(Generic[T]):
             discarded=dict(self.queue.discarded),
             dequeued=self._dequeued,
             queue_seconds_total=self._queue_seconds_total,
+            dispatched=dict(self._dispatched),
         )

@@ -127,3 +127,16 @@ def test_hierarchy_disabled_retries_stay_in_the_local_queue(clock):
     assert scheduler.next_for_querier("q1").path == ()
     scheduler.forget_querier("q1")
     assert scheduler.queue.queue_lengths("a") == {(): 1} and ticket in scheduler.queue
+
+
+def test_dispatches_record_querier_path_and_contenders(clock):
+    scheduler = make(clock)
+    scheduler.enqueue_many("acme", ("a",), ["a1", "a2"])
+    scheduler.enqueue_many("acme", ("b",), ["b1"])
+    scheduler.enqueue_many("other", (), ["o1"])
+    took = [(q, scheduler.next_for_querier(q).item) for q in ("q1", "q2", "q1", "q2")]
+    assert [item for _, item in took] == ["a1", "o1", "b1", "a2"]
+    log = scheduler.recent_dispatches("acme")
+    assert [(d.path, d.querier, d.contenders) for d in log] == [(("a",), "q1", 2), (("b",), "q1", 2), (("a",), "q2", 1)]
+    assert [d.tenant for d in scheduler.recent_dispatches()] == ["acme", "other", "acme", "acme"]
+    assert scheduler.stats().dispatched == {"q1": 2, "q2": 2}
