@@ -9,20 +9,22 @@ import time
 import ray
 from ray import serve
 
-from svclog.actors.compactor_actor import RemoteCompactor
+from svclog.actors.backend_host import HostedPart, RemoteBackendHost
+from svclog.actors.compactor_actor import CompactorActor, RemoteCompactor
 from svclog.actors.head import lean_local_head
 from svclog.actors.indexgateway_actor import RemoteIndexGateway
-from svclog.actors.pattern_actor import RemotePatternIngester
-from svclog.actors.ruler_actor import RemoteRuler
-from svclog.actors.scheduler_actor import RemoteScheduler, scheduler_options
+from svclog.actors.pattern_actor import PatternActor, RemotePatternIngester
+from svclog.actors.ruler_actor import RemoteRuler, RulerActor
+from svclog.actors.scheduler_actor import SCHEDULER_NAME, RemoteScheduler, SchedulerActor, scheduler_options
 from svclog.actors.ingester_actor import RemoteIngester
 from svclog.actors.options import (
-    NAMESPACE, compactor_options, index_gateway_name, index_gateway_options, index_gateway_ring_options,
+    COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RING_NAME, backend_host_options, compactor_options,
+    index_gateway_name, index_gateway_options, index_gateway_ring_options,
     ingester_options, pattern_ingester_options, querier_options, ring_options, ruler_name, ruler_options,
     ruler_ring_options,
 )
 from svclog.actors.querier_actor import RemoteQuerier
-from svclog.actors.ring_actor import RemoteRing
+from svclog.actors.ring_actor import RemoteRing, RingActor
 from svclog import targets
 from svclog.config import Config, replication_factor
 from svclog.serve.deployments import GATEWAY_MAX_ONGOING, build_application, scaling
@@ -86,18 +88,71 @@ def start(cfg: Config) -> dict:
     wanted = targets.components(cfg.targets())
     name, prefix = targets.app_name_and_prefix(cfg.targets())
     open_http(cfg, name, prefix)
-    ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
-    ray.get(ring.snapshot.remote())
     ingesters, queriers, backends = [], [], []
+    if hosts_backend(cfg):
+        # not waited on here: an ingester's first ring lookup waits for the host, so the rest
+        # start side by side with it
+        parts = backend_parts(cfg, wanted)
+        ring = RemoteBackendHost.options(**backend_host_options(sum(p.num_cpus for p in parts))).remote(parts)
+    else:
+        ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
+        ray.get(ring.snapshot.remote())
     if "ingester" in wanted:
         ingesters = [RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(
             cfg, f"ingester-{i}") for i in range(num_ingesters(cfg))]
-    if "query-scheduler" in wanted:
-        backends.append(RemoteScheduler.options(**scheduler_options(cfg)).remote(cfg))
+    if not hosts_backend(cfg):
+        backends = start_backends(cfg, wanted)  # before the queriers, which look up the scheduler
     if "querier" in wanted:
         queriers = [RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus,
                                                             cfg.querier.max_concurrent)).remote(cfg, f"querier-{i}")
                     for i in range(max(1, cfg.ray.num_queriers))]
+    # One wait for every actor: named actors are registered when created (a ruler finds its ring,
+    # an ingester the ring, by name), so their processes start side by side instead of one
+    # group after another (each Python worker spends seconds importing before it is ready).
+    ray.get([actor.ready.remote() for actor in (ring, *ingesters, *queriers, *backends)])
+    # Deployed in place of the standby: its replicas answer 503 until the real gateway is up.
+    serve.run(build_application(cfg, max(1, cfg.ray.num_queriers)), name=name, route_prefix=prefix,
+              blocking=False)
+    log.info("svclog (%s) serving on http://%s:%d%s", cfg.target, cfg.server.http_listen_address,
+             cfg.server.http_listen_port, prefix)
+    return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name,
+            "prefix": prefix}
+
+
+def hosts_backend(cfg: Config) -> bool:
+    """Does this start host its backend parts in one process? A single-process start (`-target=all`,
+    one ruler) does: each would otherwise be a Ray worker of ~130 MB doing little. Scalable targets
+    keep one actor per component, placed on the node types that advertise them."""
+    return cfg.targets() == frozenset({"all"}) and not needs_ruler_ring(cfg)
+
+
+def backend_parts(cfg: Config, wanted: frozenset[str] | set[str]) -> list[HostedPart]:
+    """The parts of the backend host: the ring, then the scheduler, compactor, ruler and pattern
+    ingester this start runs, each with the threads and CPUs its own actor had."""
+    parts = [HostedPart(RING_NAME, RingActor, (cfg.common.ring.heartbeat_timeout,), threads=1,
+                        num_cpus=ring_options()["num_cpus"])]
+    if "query-scheduler" in wanted:
+        parts.append(HostedPart(SCHEDULER_NAME, SchedulerActor, (cfg,), threads=2, num_cpus=cfg.ray.scheduler_num_cpus))
+    if "compactor" in wanted:
+        options = compactor_options()
+        parts.append(HostedPart(COMPACTOR_NAME, CompactorActor, (cfg,), threads=options["max_concurrency"],
+                                num_cpus=options["num_cpus"]))
+    if "ruler" in wanted:
+        options = ruler_options(0)
+        parts.append(HostedPart(ruler_name(0), RulerActor, (cfg, ruler_name(0), max(1, cfg.ray.num_queriers)),
+                                threads=options["max_concurrency"], num_cpus=options["num_cpus"]))
+    if "pattern-ingester" in wanted and cfg.pattern_ingester.enabled:
+        options = pattern_ingester_options()
+        parts.append(HostedPart(PATTERN_INGESTER_NAME, PatternActor, (cfg,), threads=options["max_concurrency"],
+                                num_cpus=options["num_cpus"]))
+    return parts
+
+
+def start_backends(cfg: Config, wanted: frozenset[str] | set[str]) -> list:
+    """One actor per backend component (scalable targets)."""
+    backends = []
+    if "query-scheduler" in wanted:
+        backends.append(RemoteScheduler.options(**scheduler_options(cfg)).remote(cfg))
     if "index-gateway" in wanted:
         backends += start_index_gateways(cfg)
     if "compactor" in wanted:
@@ -109,17 +164,7 @@ def start(cfg: Config) -> dict:
                      for i in range(max(1, cfg.ray.num_rulers))]
     if "pattern-ingester" in wanted and cfg.pattern_ingester.enabled:
         backends.append(RemotePatternIngester.options(**pattern_ingester_options()).remote(cfg))
-    # One wait for every actor: named actors are registered when created (a ruler finds its ring,
-    # an ingester the ring, by name), so their processes start side by side instead of one
-    # group after another (each Python worker spends seconds importing before it is ready).
-    ray.get([actor.ready.remote() for actor in (*ingesters, *queriers, *backends)])
-    # Deployed in place of the standby: its replicas answer 503 until the real gateway is up.
-    serve.run(build_application(cfg, max(1, cfg.ray.num_queriers)), name=name, route_prefix=prefix,
-              blocking=False)
-    log.info("svclog (%s) serving on http://%s:%d%s", cfg.target, cfg.server.http_listen_address,
-             cfg.server.http_listen_port, prefix)
-    return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name,
-            "prefix": prefix}
+    return backends
 
 
 def open_http(cfg: Config, name: str, prefix: str) -> None:

@@ -9,7 +9,8 @@ import time
 import pyarrow as pa
 import ray
 
-from svclog.actors.options import NAMESPACE, RING_NAME
+from svclog.actors.options import RING_NAME
+from svclog.actors.registry import named_actor
 from svclog.distributor.quorum import QuorumTracker
 from svclog.ingester.payload import encode_batch
 from svclog.logql.source import IngesterScan
@@ -33,7 +34,7 @@ class RingClient:
 
     def actor(self):
         if self._actor is None:
-            self._actor = ray.get_actor(RING_NAME, namespace=NAMESPACE)
+            self._actor = named_actor(RING_NAME)
         return self._actor
 
     def get(self) -> Ring:
@@ -58,7 +59,7 @@ class IngesterPool:
     def handle(self, address: str):
         handle = self._handles.get(address)
         if handle is None:
-            handle = self._handles[address] = ray.get_actor(address, namespace=NAMESPACE)
+            handle = self._handles[address] = named_actor(address)
         return handle
 
     def push_many(self, tenant: str, assignments: dict[str, list[StreamColumns]]) -> dict[str, Exception | None]:

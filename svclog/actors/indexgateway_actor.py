@@ -16,7 +16,8 @@ from collections.abc import Iterable
 
 import ray
 
-from svclog.actors.options import INDEX_GATEWAY_RING_NAME, NAMESPACE
+from svclog.actors.options import INDEX_GATEWAY_RING_NAME
+from svclog.actors.registry import named_actor
 from svclog.config import Config, object_store_uri
 from svclog.indexgateway.gateway import GatewaySettings, IndexGateway
 from svclog.indexgateway.routing import gateways_for
@@ -48,7 +49,7 @@ class IndexGatewayActor:
 
     def _join_ring(self):
         try:
-            ring = ray.get_actor(INDEX_GATEWAY_RING_NAME, namespace=NAMESPACE)
+            ring = named_actor(INDEX_GATEWAY_RING_NAME)
         except ValueError:
             return None  # not created (yet): the heartbeat loop keeps looking
         ray.get(ring.register.remote(self.instance_id, self.instance_id, self._node,
@@ -117,7 +118,7 @@ class GatewayIndex:
         while True:
             try:
                 if actor is None:
-                    actor = ray.get_actor(INDEX_GATEWAY_RING_NAME, namespace=NAMESPACE)
+                    actor = named_actor(INDEX_GATEWAY_RING_NAME)
                 self.ring = Ring.from_snapshot(ray.get(actor.snapshot.remote(), timeout=30))
                 time.sleep(RING_REFRESH_S)
             except Exception:  # noqa: BLE001 - no gateway ring (ValueError), or it died: read locally
@@ -150,7 +151,7 @@ class GatewayIndex:
     def _handle(self, address: str):
         handle = self._handles.get(address)
         if handle is None:
-            handle = self._handles[address] = ray.get_actor(address, namespace=NAMESPACE)
+            handle = self._handles[address] = named_actor(address)
         return handle
 
     def _warn(self, address: str, err: Exception) -> None:

@@ -10,7 +10,8 @@ import threading
 import ray
 
 from svclog.actors.clients import RingClient
-from svclog.actors.options import NAMESPACE, RING_NAME
+from svclog.actors.options import RING_NAME
+from svclog.actors.registry import named_actor
 from svclog.config import Config, limits_for, object_store_uri, replication_factor, wal_dir
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.ingester.instance import local_stream_limit
@@ -51,7 +52,7 @@ class IngesterActor:
         self.ingester = Ingester(ingester_settings(cfg, instance_id), chunks, stream_limit=self._stream_limit,
                                  stream_rate=self._stream_rate)
         self.node = ray.get_runtime_context().get_node_id()
-        self.ring = ray.get_actor(RING_NAME, namespace=NAMESPACE)
+        self.ring = named_actor(RING_NAME)
         self._stop = threading.Event()
         self._loop = threading.Thread(target=self._background, name="flush-loop", daemon=True)
         self.lifecycle = ingester_lifecycle(cfg, instance_id, self.node, _RayRing(self.ring), self.ingester,

@@ -31,6 +31,7 @@ COMPACTOR_NAME = "compactor"
 PATTERN_INGESTER_NAME = "pattern-ingester"
 RULER_RING_NAME = "ruler-ring"
 INDEX_GATEWAY_RING_NAME = "indexgateway-ring"
+BACKEND_HOST_NAME = "backend"  # the process hosting the cheap backend parts of a local start
 # Custom resources that cluster.yaml's node types advertise (svclog targets node types by them).
 READ_RESOURCE = "svclog_read"
 WRITE_RESOURCE = "svclog_write"
@@ -136,3 +137,12 @@ def index_gateway_options(index: int = 0, num_cpus: float = 0.1) -> dict:
 def index_gateway_ring_options() -> dict:
     """The index gateways' own ring (which gateway serves which tenant); restarts like the main ring."""
     return {**ring_options(), "name": INDEX_GATEWAY_RING_NAME}
+
+
+def backend_host_options(num_cpus: float) -> dict:
+    """The backend host restarts forever like each part it hosts (the ring's members re-register, the
+    scheduler's frontends enqueue again); no task retries, as none of its parts had them except the
+    ring, whose callers retry on their next heartbeat. Concurrency is the scheduler's: its dequeue
+    long-polls park many calls at once (the blocking parts are bounded by their own thread pools)."""
+    return {"name": BACKEND_HOST_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus, "max_restarts": -1,
+            "max_task_retries": 0, "max_concurrency": 10_000, "get_if_exists": True}

@@ -9,7 +9,7 @@ import ray
 
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.indexgateway_actor import GatewayIndex
-from svclog.actors.options import NAMESPACE
+from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri, replication_factor
@@ -146,7 +146,7 @@ class QuerierActor:
 
 def _try_actor(name: str):
     try:
-        return ray.get_actor(name, namespace=NAMESPACE)
+        return named_actor(name)
     except ValueError:
         return None
 

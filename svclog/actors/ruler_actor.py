@@ -15,7 +15,8 @@ import time
 
 import ray
 
-from svclog.actors.options import NAMESPACE, RULER_RING_NAME, querier_name
+from svclog.actors.options import RULER_RING_NAME, querier_name
+from svclog.actors.registry import named_actor
 from svclog.config import Config, limits_for, object_store_uri, rules_dir
 from svclog.config.paths import store_uri_for
 from svclog.log_level import apply_level
@@ -52,7 +53,7 @@ class RayInstantQuerier:
         for _ in range(len(self.names) + 1):
             name = self.names[next(self._next) % len(self.names)]
             try:
-                querier = ray.get_actor(name, namespace=NAMESPACE)
+                querier = named_actor(name)
                 data = ray.get(querier.query.remote([tenant], request), timeout=QUERY_TIMEOUT_S)
                 return vector_from_query_data(data)
             except ray.exceptions.RayTaskError as err:
@@ -133,7 +134,7 @@ class RulerActor(RulerService):
 
     def _join_ring(self):
         try:
-            ring = ray.get_actor(RULER_RING_NAME, namespace=NAMESPACE)
+            ring = named_actor(RULER_RING_NAME)
         except ValueError:
             return None  # a single ruler: it owns every group
         node = ray.get_runtime_context().get_node_id()
@@ -154,7 +155,7 @@ class RulerActor(RulerService):
         handles = []
         for name in self._ruler_names():
             try:
-                handles.append(ray.get_actor(name, namespace=NAMESPACE))
+                handles.append(named_actor(name))
             except ValueError:
                 log.warning("ruler ring member %s has no actor", name)
         return handles
@@ -165,7 +166,7 @@ class RulerActor(RulerService):
         try:
             for name in self._ruler_names():
                 if name != self.instance_id:  # fire and forget: they poll the store anyway
-                    ray.get_actor(name, namespace=NAMESPACE).sync_tenant.remote(tenant)
+                    named_actor(name).sync_tenant.remote(tenant)
         except Exception as err:  # noqa: BLE001 - the write succeeded; peers catch up at their next poll
             log.warning("ruler: telling the other rulers about tenant %s failed: %s", tenant, err)
 

@@ -15,9 +15,10 @@ import ray
 from ray import serve
 
 from svclog.actors.options import (
-    COMPACTOR_NAME, INDEX_GATEWAY_RING_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RING_NAME, RULER_NAME, RULER_RING_NAME,
+    COMPACTOR_NAME, INDEX_GATEWAY_RING_NAME, PATTERN_INGESTER_NAME, RING_NAME, RULER_NAME, RULER_RING_NAME,
     index_gateway_name, querier_name, ruler_name,
 )
+from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog import targets
 from svclog.model import NotFoundError, SvcError, ValidationError
@@ -67,7 +68,7 @@ class RayAdmin:
         """The named actor's handle; ValueError when no such actor exists."""
         handle = self._handles.get(name)
         if handle is None:
-            handle = self._handles[name] = ray.get_actor(name, namespace=NAMESPACE)
+            handle = self._handles[name] = named_actor(name)
         return handle
 
     def _optional(self, name: str) -> Any | None:

@@ -13,7 +13,8 @@ from starlette.responses import PlainTextResponse
 from ray import serve
 
 from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
-from svclog.actors.options import NAMESPACE, PATTERN_INGESTER_NAME, querier_name
+from svclog.actors.options import PATTERN_INGESTER_NAME, querier_name
+from svclog.actors.registry import named_actor
 from svclog.config import Config, config_to_yaml, limits_for, replication_factor
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
@@ -98,7 +99,7 @@ class HostedDistributor:
 
     @staticmethod
     def _pattern_tee():
-        actor = ray.get_actor(PATTERN_INGESTER_NAME, namespace=NAMESPACE)
+        actor = named_actor(PATTERN_INGESTER_NAME)
         tee = SampledTee(lambda batches: actor.push_batches.remote(batches))
         threading.Thread(target=tee.run_forever, name="pattern-tee", daemon=True).start()
         return tee.offer
@@ -146,13 +147,13 @@ class HostedFrontend:
     @property
     def queriers(self) -> list:
         if not self._queriers:
-            self._queriers = [ray.get_actor(querier_name(i), namespace=NAMESPACE) for i in range(self.num_queriers)]
+            self._queriers = [named_actor(querier_name(i)) for i in range(self.num_queriers)]
         return self._queriers
 
     @property
     def scheduler(self):
         if self._scheduler is None:
-            self._scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+            self._scheduler = named_actor(SCHEDULER_NAME)
         return self._scheduler
 
     # A scheduler restart loses its queue: the sub-queries it held are queued again on the
@@ -223,7 +224,7 @@ class HostedFrontend:
             raise Unavailable("query scheduler unavailable (restarting), please try again")
         await asyncio.sleep(min(0.5, max(0.0, deadline - now)))
         try:  # a scheduler created anew (not restarted in place) needs a fresh handle
-            self._scheduler = ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+            self._scheduler = named_actor(SCHEDULER_NAME)
         except ValueError:
             pass
 

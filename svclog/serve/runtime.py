@@ -12,13 +12,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import ray
-
 from svclog import targets
 
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.config import replication_factor
 from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RULER_NAME
+from svclog.actors.registry import named_actor
 from svclog.log_level import LevelFollower, apply_level
 from svclog.serve.errors import ErrorReply
 
@@ -87,7 +86,7 @@ def body_limit(path: str) -> int | None:
 def _actor(name: str) -> Any:
     key = "actor:" + name
     if key not in _state:
-        _state[key] = ray.get_actor(name, namespace=NAMESPACE)
+        _state[key] = named_actor(name)
     return _state[key]
 
 

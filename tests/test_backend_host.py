@@ -1,0 +1,132 @@
+"""The backend host runs its parts with their own concurrency, and callers reach them by their names.
+
+Ray-free: the host is a plain class; `call` is awaited on a test event loop as Ray would."""
+from __future__ import annotations
+
+import asyncio
+import pickle
+import threading
+
+import pytest
+
+from svclog.actors import registry
+from svclog.actors.backend_host import BackendHost, HostedPart
+from svclog.config import load_config
+from svclog.launch import backend_parts, hosts_backend
+
+
+class Counter:
+    """A blocking part whose state has no lock (like the ring): one thread may touch it."""
+
+    def __init__(self, start: int):
+        self.value = start
+        self.threads: set[str] = set()
+
+    def add(self, n: int) -> int:
+        self.threads.add(threading.current_thread().name)
+        value = self.value
+        self.value = value + n
+        return self.value
+
+    def fail(self) -> None:
+        raise KeyError("ticket 7")
+
+
+class Waiter:
+    """A coroutine part (like the scheduler): its calls park on the host's event loop."""
+
+    def __init__(self):
+        self.event = asyncio.Event()
+
+    async def wait(self) -> str:
+        await self.event.wait()
+        return "woken"
+
+    async def wake(self) -> None:
+        self.event.set()
+
+
+@pytest.fixture(autouse=True)
+def _no_hosting_leaks():
+    yield
+    registry.hosting([])
+
+
+def test_blocking_parts_run_in_their_own_pool_and_keep_their_errors():
+    host = BackendHost([HostedPart("counter", Counter, (10,), threads=1)])
+
+    async def run():
+        values = await asyncio.gather(*(host.call("counter", "add", 1) for _ in range(50)))
+        with pytest.raises(KeyError, match="ticket 7"):
+            await host.call("counter", "fail")
+        return values
+
+    values = asyncio.run(run())
+    assert sorted(values) == list(range(11, 61))  # one thread: no lost update
+    assert host.roles() == ["counter"]
+    assert host._parts["counter"].threads and all(name.startswith("counter") for name in host._parts["counter"].threads)
+
+
+def test_coroutine_parts_share_the_event_loop():
+    host = BackendHost([HostedPart("waiter", Waiter)])
+
+    async def run():
+        parked = asyncio.ensure_future(host.call("waiter", "wait"))
+        await asyncio.sleep(0.01)
+        assert not parked.done()
+        await host.call("waiter", "wake")
+        return await asyncio.wait_for(parked, 2)
+
+    assert asyncio.run(run()) == "woken"
+
+
+def test_an_unknown_role_is_a_clear_error():
+    host = BackendHost([HostedPart("counter", Counter, (0,))])
+    with pytest.raises(ValueError, match="runs no 'scheduler'"):
+        asyncio.run(host.call("scheduler", "ready"))
+
+
+def test_a_hosted_role_routes_method_calls_to_the_host_and_pickles():
+    calls = []
+
+    class FakeMethod:
+        def __init__(self, name):
+            self.name = name
+
+        def remote(self, *args, **kwargs):
+            calls.append((self.name, args, kwargs))
+            return "ref"
+
+    class FakeHost:
+        call = FakeMethod("call")
+
+    role = registry.HostedRole(FakeHost(), "scheduler")
+    assert role.enqueue.remote("t", (), [1], deadline=5.0) == "ref"
+    assert calls == [("call", ("scheduler", "enqueue", "t", (), [1]), {"deadline": 5.0})]
+    with pytest.raises(AttributeError):
+        role.__ray_ready__  # dunder and private names are never remote methods
+    assert pickle.loads(pickle.dumps(registry.HostedRole("host", "ring"))) == registry.HostedRole("host", "ring")
+
+
+def test_a_part_looking_up_a_role_the_host_lacks_gets_value_error(monkeypatch):
+    import ray
+
+    def no_such_actor(name, namespace=None):
+        raise ValueError(name)
+
+    monkeypatch.setattr(ray, "get_actor", no_such_actor)
+    registry.hosting(["ring", "compactor"])
+    with pytest.raises(ValueError, match="ruler-ring"):
+        registry.named_actor("ruler-ring")  # a single ruler then runs without its ring
+
+
+def test_only_a_single_process_start_hosts_its_backend(tmp_path):
+    cfg = load_config(None, [f"-common.path-prefix={tmp_path}"])
+    assert hosts_backend(cfg)
+    roles = [part.role for part in backend_parts(cfg, {"query-scheduler", "compactor", "ruler", "pattern-ingester"})]
+    assert roles[0] == "ring" and "scheduler" in roles and "compactor" in roles and "ruler-0" in roles
+    assert [p.threads for p in backend_parts(cfg, set())] == [1]  # the ring alone, single-threaded
+    scaled = load_config(None, [f"-common.path-prefix={tmp_path}", "-target=querier"])
+    assert not hosts_backend(scaled)
+    two_rulers = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.num-rulers=2"])
+    assert not hosts_backend(two_rulers)
