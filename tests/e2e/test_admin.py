@@ -26,9 +26,10 @@ def _wait(predicate, timeout=60.0, step=0.25):
 def _ring_ids():
     import ray
 
-    from svclog.actors.options import NAMESPACE, RING_NAME
+    from svclog.actors.options import RING_NAME
+    from svclog.actors.registry import named_actor
 
-    ring = ray.get_actor(RING_NAME, namespace=NAMESPACE)
+    ring = named_actor(RING_NAME)
     return {m.id for m in ray.get(ring.snapshot.remote(), timeout=30)["members"]}
 
 
@@ -39,6 +40,7 @@ def extra_ingester(svc, tmp_path):
 
     from svclog.actors.ingester_actor import RemoteIngester
     from svclog.actors.options import NAMESPACE, RING_NAME
+    from svclog.actors.registry import named_actor
 
     created = []
 
@@ -52,7 +54,7 @@ def extra_ingester(svc, tmp_path):
         return actor
 
     yield make
-    ring = ray.get_actor(RING_NAME, namespace=NAMESPACE)
+    ring = named_actor(RING_NAME)
     for name, actor in created:
         ray.get(ring.forget.remote(name), timeout=30)
         with contextlib.suppress(Exception):  # already gone
@@ -139,9 +141,10 @@ def test_ring_pages(svc):
 def test_forget_from_the_ring_page(svc):
     import ray
 
-    from svclog.actors.options import NAMESPACE, RING_NAME
+    from svclog.actors.options import RING_NAME
+    from svclog.actors.registry import named_actor
 
-    ring = ray.get_actor(RING_NAME, namespace=NAMESPACE)
+    ring = named_actor(RING_NAME)
     ray.get(ring.register.remote("ghost-ingester", "ghost-ingester", "nowhere", 4), timeout=30)
     try:
         assert "ghost-ingester" in httpx.get(svc.url + "/distributor/ring").text

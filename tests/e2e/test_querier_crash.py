@@ -21,10 +21,10 @@ PER_STREAM = 3000
 
 
 def _scheduler():
-    from svclog.actors.options import NAMESPACE
+    from svclog.actors.registry import named_actor
     from svclog.actors.scheduler_actor import SCHEDULER_NAME
 
-    return ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+    return named_actor(SCHEDULER_NAME)
 
 
 def _query(svc, start: int, token: str) -> tuple[int, object]:

@@ -25,10 +25,10 @@ LINES = 100_000
 
 
 def _scheduler():
-    from svclog.actors.options import NAMESPACE
+    from svclog.actors.registry import named_actor
     from svclog.actors.scheduler_actor import SCHEDULER_NAME
 
-    return ray.get_actor(SCHEDULER_NAME, namespace=NAMESPACE)
+    return named_actor(SCHEDULER_NAME)
 
 
 def _override(svc, tenant: str, limits: dict) -> None:
