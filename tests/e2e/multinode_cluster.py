@@ -1,39 +1,70 @@
-"""Three Ray nodes on one machine, replication factor 3: push, lose a node, read everything back.
+"""Three Ray nodes that share only an S3 bucket, replication factor 3: lose a node under write load.
 
-Run by tests/e2e/test_multinode.py in a subprocess (its own Ray cluster, apart from the
-session fixture's local Ray). Stand-alone: `python tests/e2e/multinode_cluster.py`.
-Prints one `RESULT {json}` line; exits 0 only when every acknowledged entry is found.
+Run by tests/e2e/test_multinode.py in a subprocess (its own Ray cluster, apart from the session
+fixture's local Ray). Stand-alone: `python tests/e2e/multinode_cluster.py`. Prints one
+`RESULT {json}` line; exits 0 only when every acknowledged entry is found.
 
-Node loss is simulated the way a cloud node dies: the node's raylet and workers are
-removed (`Cluster.remove_node`) and the WAL of the ingester that lived there is deleted
-first (its local disk is gone too), so the entries can only come back from the replicas on
-the other two nodes, not from a WAL replay.
+Share-nothing on one machine: each node's raylet (and so every worker it starts) runs in a
+directory of its own, and `common.path_prefix` is relative, so the WAL, caches and working
+directories of the actors on a node live in that node's directory, as they would on that
+machine's own disk. The object store is a SeaweedFS S3 server (tests/storage/s3_server.py),
+configured in the reference's shape with the keys from the environment.
+
+Node loss is simulated the way a cloud node dies: the node's directory is deleted (its disk is
+gone) and its raylet and workers are removed (`Cluster.remove_node`) while a writer keeps pushing.
+The queriers read only the bucket here (the entries are older than `query_ingesters_within`), so
+after the survivors flush, every acknowledged entry can only come from chunks the other nodes'
+ingesters wrote to S3, and every querier, on every node, is asked directly.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from pathlib import Path
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 TENANT = "multinode"
-BASE = 1_793_491_200 * 10**9  # 2026-11-01T00:00:00Z
+BASE = 1_793_491_200 * 10**9  # 2026-11-01T00:00:00Z: older than query_ingesters_within, so store-only reads
 STREAMS = 12
 ENTRIES_PER_PUSH = 25
+PATH_PREFIX = "svclog-data"  # relative: under each node's own directory
+S3_CONFIG = """
+common:
+  path_prefix: {path_prefix}
+  replication_factor: 3
+  storage:
+    s3:
+      endpoint: ${{S3_ENDPOINT}}
+      bucketnames: svclog-chunks
+      access_key_id: ${{AWS_ACCESS_KEY_ID}}
+      secret_access_key: ${{AWS_SECRET_ACCESS_KEY}}
+      insecure: true
+      s3forcepathstyle: true
+      region: us-east-1
+schema_config:
+  configs:
+    - {{from: 2020-10-24, store: tsdb, object_store: s3, schema: v13, index: {{prefix: index_, period: 24h}}}}
+"""
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
-def _wait_ready(url: str, deadline: float) -> None:
+def wait_ready(url: str, deadline: float) -> None:
     last = ""
     while time.time() < deadline:
         try:
@@ -45,6 +76,48 @@ def _wait_ready(url: str, deadline: float) -> None:
             last = repr(err)
         time.sleep(0.5)
     raise TimeoutError(f"svclog did not become ready: {last}")
+
+
+def kill_processes_under(marker: str) -> int:
+    """SIGKILL every process of this user whose command line names `marker` (a Ray temp dir of this
+    run's own: each raylet, agent, GCS and worker of the run's cluster names it), except this one."""
+    if not marker or marker.rstrip("/") in ("/tmp", "/tmp/ray"):
+        raise ValueError(f"refusing to kill by the shared path {marker!r}")
+    killed = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+    return killed
+
+
+def run_cluster_script(script: Path, timeout_s: float) -> tuple[int, str, str]:
+    """Run a cluster script in its own session and Ray temp dir; kill all it started on the way out."""
+    repo = script.parents[2]
+    ray_tmp = tempfile.mkdtemp(prefix="svmn", dir="/tmp")  # short: Ray's socket paths have a length limit
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update(RAY_TMPDIR=ray_tmp, PYTHONPATH=os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")])))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, cwd=repo, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        err += f"\n[killed after {timeout_s} s]"
+    finally:
+        kill_processes_under(ray_tmp)  # Ray daemons leave the script's process group
+        shutil.rmtree(ray_tmp, ignore_errors=True)
+    return proc.returncode, out, err
 
 
 def _push(client: httpx.Client, url: str, first: int, count: int) -> bool:
@@ -60,17 +133,52 @@ def _push(client: httpx.Client, url: str, first: int, count: int) -> bool:
     return resp.status_code == 204
 
 
-def _push_range(url: str, first: int, total: int) -> list[int]:
-    acked: list[int] = []
-    with httpx.Client(timeout=60) as client:
-        for start in range(first, first + total, ENTRIES_PER_PUSH):
-            if _push(client, url, start, ENTRIES_PER_PUSH):
-                acked.extend(range(start, start + ENTRIES_PER_PUSH))
-    return acked
+class Writer:
+    """Pushes batches of ENTRIES_PER_PUSH in a loop from `first` on, keeping the acknowledged ones."""
+
+    def __init__(self, url: str, first: int):
+        self.url, self.next, self.acked, self.refused = url, first, [], 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with httpx.Client(timeout=60) as client:
+            while not self._stop.is_set():
+                start, self.next = self.next, self.next + ENTRIES_PER_PUSH
+                if _push(client, self.url, start, ENTRIES_PER_PUSH):
+                    self.acked.extend(range(start, start + ENTRIES_PER_PUSH))
+                else:
+                    self.refused += 1
+                self._stop.wait(0.05)
+
+    def stop(self) -> list[int]:
+        self._stop.set()
+        self._thread.join(timeout=120)
+        return self.acked
+
+
+def _flush(url: str, deadline: float) -> None:
+    """POST /flush until every ingester answered (a restarting one answers 503 meanwhile)."""
+    last = ""
+    while time.time() < deadline:
+        try:
+            resp = httpx.post(url + "/flush", timeout=60)
+            if resp.status_code == 204:
+                return
+            last = f"{resp.status_code} {resp.text[:200]}"
+        except httpx.HTTPError as err:
+            last = repr(err)
+        time.sleep(1)
+    raise TimeoutError(f"flush kept failing: {last}")
+
+
+def _entries(data: dict) -> set[int]:
+    return {int(line.split()[1]) for stream in data["result"] for _, line in stream["values"]}
 
 
 def _found(url: str, deadline: float) -> set[int]:
-    """Every entry the query path returns (retried while replicas and Serve replicas recover)."""
+    """Every entry the HTTP query path returns (retried while Serve replicas recover)."""
     params = {"query": '{app="multinode"}', "start": str(BASE), "end": str(BASE + 10**12),
               "limit": "100000", "direction": "forward"}
     last = ""
@@ -79,13 +187,43 @@ def _found(url: str, deadline: float) -> set[int]:
             resp = httpx.get(url + "/svc/api/v1/query_range", params=params, timeout=60,
                              headers={"X-Scope-OrgID": TENANT})
             if resp.status_code == 200:
-                return {int(line.split()[1]) for stream in resp.json()["data"]["result"]
-                        for _, line in stream["values"]}
+                return _entries(resp.json()["data"])
             last = f"{resp.status_code} {resp.text[:200]}"
         except httpx.HTTPError as err:
             last = repr(err)
         time.sleep(1)
     raise TimeoutError(f"query kept failing: {last}")
+
+
+def _per_querier(num_queriers: int) -> dict[str, tuple[str, set[int]]]:
+    """Each querier actor asked directly (no frontend): its node and the entries it reads from S3."""
+    import ray
+
+    from svclog.actors.options import NAMESPACE, querier_name
+    from svclog.querier.request import RangeRequest
+
+    request = RangeRequest('{app="multinode"}', BASE, BASE + 10**12, 10**9, None, 100000, "forward")
+    out = {}
+    actors = {a["Name"]: a["Address"]["NodeID"] for a in ray._private.state.actors().values()
+              if a.get("State") == "ALIVE" and a.get("Name", "").startswith("querier-")}
+    for i in range(num_queriers):
+        name = querier_name(i)
+        data = ray.get(ray.get_actor(name, namespace=NAMESPACE).query.remote([TENANT], request), timeout=120)
+        out[name] = (actors.get(name, "?"), _entries(data))
+    return out
+
+
+def named_actor(name: str):
+    """A component by its name, wherever it runs (its own actor, or a part of the backend host)."""
+    import ray
+
+    from svclog.actors.options import NAMESPACE
+
+    try:
+        from svclog.actors.registry import named_actor as find
+    except ImportError:  # before the backend host existed every component was its own actor
+        return ray.get_actor(name, namespace=NAMESPACE)
+    return find(name)
 
 
 def _replica_node_spread(ring, rf: int, samples: int = 2000) -> set[int]:
@@ -94,77 +232,130 @@ def _replica_node_spread(ring, rf: int, samples: int = 2000) -> set[int]:
     return {len({m.node for m in ring.replication_set(i * step, rf)}) for i in range(samples)}
 
 
-def run(data_dir: str) -> dict:
+def _add_node(cluster, directory: Path, **args):
+    """A node whose raylet, and so every worker of it, runs in `directory` (its "disk")."""
+    directory.mkdir(parents=True, exist_ok=True)
+    here = os.getcwd()
+    os.chdir(directory)
+    try:
+        return cluster.add_node(**args)
+    finally:
+        os.chdir(here)
+
+
+def run(work: Path) -> dict:
     import ray
     from ray import serve
     from ray.cluster_utils import Cluster
 
     from svclog import launch as topology
     from svclog.actors.options import NAMESPACE, RING_NAME
-    from svclog.config import load_config, wal_dir
+    from svclog.config import load_config
     from svclog.ring.ring import Ring
+    from tests.storage.s3_server import SeaweedS3
 
+    began = time.time()
+    s3 = SeaweedS3(work / "seaweedfs")
+    s3.start()
+    os.environ.update(s3.env())
     # Three "nodes" share one IP here: HAProxy (one listener per node) cannot; use Serve's own proxy.
     os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "0"
-    began = time.time()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2, "include_dashboard": False})
-    workers = [cluster.add_node(num_cpus=2) for _ in range(2)]
+    node_dirs = [work / f"node-{i}" for i in range(3)]
+    head_args = {"num_cpus": 2, "include_dashboard": False, "resources": {"svclog_read": 1}}
+    here = os.getcwd()
+    node_dirs[0].mkdir(parents=True)
+    os.chdir(node_dirs[0])
+    try:
+        cluster = Cluster(initialize_head=True, head_node_args=head_args)
+    finally:
+        os.chdir(here)
+    workers = [_add_node(cluster, node_dirs[i], num_cpus=2, resources={"svclog_read": 1}) for i in (1, 2)]
     cluster.wait_for_nodes()
+    dir_of = {cluster.head_node.node_id: node_dirs[0], **{w.node_id: node_dirs[i + 1] for i, w in enumerate(workers)}}
     nodes_up = time.time()
     ray.init(address=cluster.address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False)
-    port = _free_port()
+    port = free_port()
     # All three nodes share one IP here: only the head may bind the HTTP port.
     serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port},
                 logging_config={"log_level": "WARNING", "enable_access_log": False})
+    config = work / "s3.yaml"
+    config.write_text(S3_CONFIG.format(path_prefix=PATH_PREFIX))
     cfg = load_config(None, [
-        f"-common.path-prefix={data_dir}", f"-server.http-listen-port={port}",
-        "-common.replication-factor=3", "-ray.num-ingesters=3", "-ray.num-queriers=2",
-        "-querier.query-ingesters-within=0", "-limits.reject-old-samples=false",
-        "-limits.max-entries-limit-per-query=100000", "-ingester.flush-check-period=1s",
-        "-ray.serve-haproxy=false",
+        f"-config.file={config}", "-config.expand-env=true", f"-server.http-listen-port={port}",
+        "-ray.num-ingesters=3", "-ray.num-queriers=3", "-querier.query-ingesters-within=1h",
+        "-limits.reject-old-samples=false", "-limits.max-entries-limit-per-query=100000",
+        "-ingester.flush-check-period=1s", "-ray.serve-haproxy=false",
     ])
     handles = topology.start(cfg)
     url = f"http://127.0.0.1:{port}"
-    _wait_ready(url, time.time() + 90)
+    wait_ready(url, time.time() + 120)
     started = time.time()
 
-    ring = Ring.from_snapshot(ray.get(ray.get_actor(RING_NAME, namespace=NAMESPACE).snapshot.remote()))
+    ring = Ring.from_snapshot(ray.get(named_actor(RING_NAME).snapshot.remote(), timeout=60))
     ingester_nodes = {m.id: m.node for m in ring.members.values()}
     spread = _replica_node_spread(ring, cfg.common.replication_factor)
 
-    acked = _push_range(url, 0, 600)
+    writer = Writer(url, 0)
+    while len(writer.acked) < 600:
+        time.sleep(0.2)
+    acked_before_flush = list(writer.acked)
+    _flush(url, time.time() + 60)  # every ingester's chunks (the victim's too) go to the bucket
+    before = _per_querier(3)
+    wals = {node: sorted(p.name for p in (d / PATH_PREFIX / "wal").glob("*")) for node, d in dir_of.items()}
 
-    # Lose a worker node that hosts an ingester, and with it that ingester's local WAL.
+    # Lose a worker node that hosts an ingester, its disk with it, while the writer keeps pushing.
     by_node = {node.node_id: node for node in workers}
     victim_id, victim_node = next((i, by_node[n]) for i, n in sorted(ingester_nodes.items()) if n in by_node)
-    shutil.rmtree(os.path.join(wal_dir(cfg), victim_id), ignore_errors=True)
+    shutil.rmtree(dir_of[victim_node.node_id])
     cluster.remove_node(victim_node)
     killed = time.time()
-
-    acked += _push_range(url, 600, 200)  # writes keep reaching a quorum (2 of 3)
+    acked_at_kill = len(writer.acked)
+    while len(writer.acked) < acked_at_kill + 200 and time.time() < killed + 60:
+        time.sleep(0.2)  # writes keep reaching a quorum (2 of 3)
+    acked = writer.stop()
+    _flush(url, time.time() + 120)  # the survivors (and the restarted victim) write what they hold
     found = _found(url, time.time() + 90)
+    after = _per_querier(3)
     after_kill = time.time()
-    # The victim restarted on a surviving node with an empty WAL: what it holds is only what
-    # arrived after the kill, so the first 600 entries came back from the other two replicas.
+    # The victim restarted on a surviving node, in that node's directory: an empty WAL, so what it
+    # holds is only what arrived after the kill and the rest came back from the other two replicas.
     victim_stats = ray.get(ray.get_actor(victim_id, namespace=NAMESPACE).stats.remote(), timeout=60)
     alive = sum(1 for n in ray.nodes() if n["Alive"])
+    flushed_before = set(acked_before_flush)
     result = {
         "nodes": 3, "alive_nodes_after_kill": alive, "ingester_nodes": len(set(ingester_nodes.values())),
         "replication_set_node_counts": sorted(spread), "killed_ingester": victim_id,
-        "acked": len(acked), "found": len(found), "acked_found": len(set(acked) & found),
-        "lost": len(set(acked) - found), "victim_replayed_records": victim_stats["replayed_records"],
-        "cluster_up_s": round(nodes_up - began, 1), "startup_s": round(started - began, 1), "kill_to_read_s": round(after_kill - killed, 1),
+        "wal_dirs_per_node": {node[:8]: names for node, names in wals.items()},
+        "queriers_before": {q: [node[:8], len(got & flushed_before), len(flushed_before - got)]
+                            for q, (node, got) in before.items()},
+        "querier_nodes_before": len({node for node, _ in before.values()}),
+        "acked": len(acked), "acked_during_kill_window": len(acked) - acked_at_kill, "refused_pushes": writer.refused,
+        "found": len(found), "acked_found": len(set(acked) & found), "lost": len(set(acked) - found),
+        "queriers_after": {q: [node[:8], len(set(acked) - got)] for q, (node, got) in after.items()},
+        "victim_replayed_records": victim_stats["replayed_records"],
+        "bucket_objects": _objects(s3),
+        "cluster_up_s": round(nodes_up - began, 1), "startup_s": round(started - began, 1),
+        "kill_to_read_s": round(after_kill - killed, 1), "total_s": round(time.time() - began, 1),
     }
-    topology.stop(handles)
+    topology.stop(handles, cfg, timeout_s=20)
     serve.shutdown()
     ray.shutdown()
     cluster.shutdown()
+    s3.stop()
     return result
 
 
+def _objects(s3) -> int:
+    import pyarrow.fs as pafs
+
+    infos = s3.filesystem().get_file_info(pafs.FileSelector("svclog-chunks", recursive=True))
+    return sum(1 for info in infos if info.type == pafs.FileType.File)
+
+
 def main() -> int:
-    with tempfile.TemporaryDirectory(prefix="svclog-multinode-") as data_dir:
-        result = run(data_dir)
+    os.environ.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="svmn", dir="/tmp"))
+    with tempfile.TemporaryDirectory(prefix="svclog-multinode-") as work:
+        result = run(Path(work))
     print("RESULT " + json.dumps(result), flush=True)
     ok = (result["ingester_nodes"] == 3 and result["replication_set_node_counts"] == [3]
           and result["acked"] > 0 and result["lost"] == 0)
