@@ -29,7 +29,7 @@ from svclog import targets
 from svclog.config import Config, replication_factor
 from svclog.serve.deployments import GATEWAY_MAX_ONGOING, build_application, scaling
 from svclog.serve.standby import standby_application
-from svclog.serve.runtime import clear_log_level
+from svclog.serve.runtime import clear_log_level, mark_started
 
 log = logging.getLogger("svclog")
 APP_NAME = "svclog"
@@ -87,7 +87,6 @@ def start(cfg: Config) -> dict:
     connect(cfg)
     wanted = targets.components(cfg.targets())
     name, prefix = targets.app_name_and_prefix(cfg.targets())
-    open_http(cfg, name, prefix)
     ingesters, queriers, backends = [], [], []
     if hosts_backend(cfg):
         # not waited on here: an ingester's first ring lookup waits for the host, so the rest
@@ -106,13 +105,18 @@ def start(cfg: Config) -> dict:
         queriers = [RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus,
                                                             cfg.querier.max_concurrent)).remote(cfg, f"querier-{i}")
                     for i in range(max(1, cfg.ray.num_queriers))]
-    # One wait for every actor: named actors are registered when created (a ruler finds its ring,
-    # an ingester the ring, by name), so their processes start side by side instead of one
-    # group after another (each Python worker spends seconds importing before it is ready).
+    # The actors boot (each Python worker spends seconds importing) while Serve starts: named actors
+    # are registered when created, so whoever looks one up by name waits for it, never misses it.
+    open_http(cfg, name, prefix)
+    num_queriers = max(1, cfg.ray.num_queriers)
+    overlap = single_gateway(cfg)
+    if overlap:  # the gateway starts beside the actors too, answering 503 until they all run
+        mark_started(False)
+        serve.run(build_application(cfg, num_queriers, starting=True), name=name, route_prefix=prefix,
+                  blocking=False)
     ray.get([actor.ready.remote() for actor in (ring, *ingesters, *queriers, *backends)])
-    # Deployed in place of the standby: its replicas answer 503 until the real gateway is up.
-    serve.run(build_application(cfg, max(1, cfg.ray.num_queriers)), name=name, route_prefix=prefix,
-              blocking=False)
+    if not overlap:  # replicas elsewhere: deployed in place of the standby once everything runs
+        serve.run(build_application(cfg, num_queriers), name=name, route_prefix=prefix, blocking=False)
     log.info("svclog (%s) serving on http://%s:%d%s", cfg.target, cfg.server.http_listen_address,
              cfg.server.http_listen_port, prefix)
     return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name,

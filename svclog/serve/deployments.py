@@ -24,6 +24,7 @@ from svclog.actors.scheduler_actor import SCHEDULER_NAME, TicketLost
 from svclog import targets
 from svclog.model import SvcError
 from svclog.serve.backend import ServeBackend
+from svclog.services import readiness
 from svclog.serve.codecs.push_columns import decode_push_columns
 from svclog.logql.engine.guard import QueryLimits, QueryTimedOut, smallest_positive, timeout_error
 from svclog.serve.errors import ErrorReply, Unavailable, remote_cause
@@ -286,7 +287,7 @@ class HostedFrontend:
 class Gateway:
     """The HTTP entry: hosts the distributor (write path) and the query frontend (reads)."""
 
-    def __init__(self, cfg: Config, num_queriers: int):
+    def __init__(self, cfg: Config, num_queriers: int, starting: bool = False):
         pool = IngesterPool(RingClient(), replication_factor(cfg))
         components = targets.components(cfg.targets())
         distributor = HostedDistributor(cfg) if "distributor" in components else None
@@ -304,12 +305,33 @@ class Gateway:
             pattern_ingester_enabled=cfg.pattern_ingester.enabled,
             otlp_index_labels=otlp_index_labels(cfg),
         ))
+        if starting and not runtime.has_started():
+            # deployed while the actors still start: 503 + Retry-After until every component
+            # answers, then serve (a replica Serve restarts after that serves at once)
+            runtime.enter_standby("starting")
+            threading.Thread(target=serve_when_ready, name="serve-when-ready", daemon=True).start()
 
     def enter_standby(self, state: str) -> None:
         """From now on every route of this replica answers 503 with Retry-After (a clean stop):
         cheaper than deploying the standby application, which starts a process while the
         service is going away."""
         runtime.enter_standby(state)
+
+
+READY_PROBE_PERIOD_S = 0.25
+
+
+def serve_when_ready() -> None:
+    """Probe the components as `/ready` does until all run, then leave the starting standby."""
+    while True:
+        try:
+            if readiness(asyncio.run(runtime.admin().services()))[0]:
+                runtime.mark_started()
+                runtime.leave_standby()
+                return
+        except Exception as err:  # noqa: BLE001 - a component still starting: probe again
+            log.debug("start probe: %s", err)
+        time.sleep(READY_PROBE_PERIOD_S)
 
 
 # Serve autoscaling (requests in flight per replica drive the replica count). One replica each is
@@ -347,10 +369,11 @@ GATEWAY_MAX_ONGOING = 128  # requests in flight per gateway replica (pushes and 
 SHUTDOWN = {"graceful_shutdown_timeout_s": 3.0, "graceful_shutdown_wait_loop_s": 0.25}
 
 
-def build_application(cfg: Config, num_queriers: int):
+def build_application(cfg: Config, num_queriers: int, starting: bool = False):
     """The bound Serve application: the gateway, hosting the distributor and the query frontend
-    when the targets run them."""
+    when the targets run them. `starting`: deployed before its components are up (it answers 503
+    until they are)."""
     gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": cfg.ray.serve_num_cpus},
                                max_ongoing_requests=GATEWAY_MAX_ONGOING, **SHUTDOWN,
                                **scaling(cfg, GATEWAY_MAX_ONGOING))
-    return gateway.bind(cfg, num_queriers)
+    return gateway.bind(cfg, num_queriers, starting)

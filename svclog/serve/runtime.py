@@ -42,6 +42,29 @@ def enter_standby(state: str) -> None:
     _state["standby"] = StandbyApp(state)
 
 
+STARTED_KEY = b"started"  # set once the service first served; a replica Serve restarts serves at once
+
+
+def leave_standby() -> None:
+    """This replica serves again (its components answered while it was starting)."""
+    _state.pop("standby", None)
+
+
+def mark_started(started: bool = True) -> None:
+    from ray.experimental import internal_kv
+
+    if started:
+        internal_kv._internal_kv_put(STARTED_KEY, b"1", True, namespace=NAMESPACE)
+    else:
+        internal_kv._internal_kv_del(STARTED_KEY, namespace=NAMESPACE)
+
+
+def has_started() -> bool:
+    from ray.experimental import internal_kv
+
+    return bool(internal_kv._internal_kv_get(STARTED_KEY, namespace=NAMESPACE))
+
+
 def standby() -> Any:
     """The standby answer this replica gives instead of serving, or None while it serves."""
     return _state.get("standby")
