@@ -23,6 +23,7 @@ from svclog.scheduler.actor_path import ActorPath, limit_depth
 from svclog.scheduler.fair_queue import DEFAULT_MAX_LEVELS, DEFAULT_MAX_OUTSTANDING, FairQueue
 
 T = TypeVar("T")
+FORGOTTEN_KEPT = 1024  # forgotten querier ids remembered (their late calls get no work)
 DISPATCH_LOG = 4096  # hand-outs remembered for metrics (which querier, which actor path)
 
 
@@ -114,6 +115,7 @@ class Scheduler(Generic[T]):
         self._dequeued = 0
         self._queue_seconds_total = 0.0
         self._expired: list[int] = []
+        self._forgotten: dict[str, str] = {}  # querier id -> incarnation of the forgotten process
         self._dispatched: dict[str, int] = {}
         self._recent: deque[Dispatch] = deque(maxlen=DISPATCH_LOG)
 
@@ -148,6 +150,8 @@ class Scheduler(Generic[T]):
     def next_for_querier(self, querier_id: str) -> Assignment[T] | None:
         """The next sub-query in fair order, or None when nothing is queued (never blocks).
         Sub-queries past their deadline are dropped on the way (see `take_expired`)."""
+        if querier_id in self._forgotten:
+            return None  # a late call of a forgotten process: its work would wait for nobody
         querier = self._queriers.get(querier_id)
         if querier is None:
             querier = self._queriers[querier_id] = _Querier("")
@@ -215,6 +219,10 @@ class Scheduler(Generic[T]):
     def register_querier(self, querier_id: str, incarnation: str = "") -> Released:
         """Announce a querier process. `incarnation` identifies the process (e.g. its pid): a new
         value for a known querier means it restarted, so what the old process ran is queued again."""
+        if querier_id in self._forgotten:
+            if self._forgotten[querier_id] == incarnation:
+                return Released()  # the forgotten process itself, still calling: stays forgotten
+            del self._forgotten[querier_id]  # a new process under that name (scaled up again)
         querier = self._queriers.get(querier_id)
         if querier is None:
             self._queriers[querier_id] = _Querier(incarnation, seen_at=self._clock())
@@ -233,8 +241,13 @@ class Scheduler(Generic[T]):
             querier.shutting_down = True
 
     def forget_querier(self, querier_id: str) -> Released:
-        """A querier is gone for good: re-queue (or give up) what it was running."""
+        """A querier is gone for good: re-queue (or give up) what it was running. Calls its process
+        still makes (a dequeue parked before the forget) get no work; a new process under the same
+        name (another incarnation) is a new querier."""
         querier = self._queriers.pop(querier_id, None)
+        self._forgotten[querier_id] = querier.incarnation if querier is not None else ""
+        while len(self._forgotten) > FORGOTTEN_KEPT:
+            del self._forgotten[next(iter(self._forgotten))]
         return self._release(querier) if querier is not None else Released()
 
     def _release(self, querier: _Querier) -> Released:

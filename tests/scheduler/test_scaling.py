@@ -13,8 +13,8 @@ class Clock:
 
 
 def make(clock, **overrides) -> QuerierScaling:
-    settings = dict(min_queriers=2, max_queriers=6, target_per_querier=4, upscale_delay_s=5,
-                    downscale_delay_s=20, look_back_s=3)
+    settings = {"min_queriers": 2, "max_queriers": 6, "target_per_querier": 4, "upscale_delay_s": 5,
+                    "downscale_delay_s": 20, "look_back_s": 3}
     settings.update(overrides)
     return QuerierScaling(ScalingSettings(**settings), clock=clock)
 
@@ -78,7 +78,7 @@ def test_load_is_averaged_over_the_look_back_window():
     assert scaling.average_load() == 16.0 and scaling.wanted() == 4
 
 
-@pytest.mark.parametrize("bad", [dict(min_queriers=0), dict(max_queriers=1), dict(target_per_querier=0)])
+@pytest.mark.parametrize("bad", [{"min_queriers": 0}, {"max_queriers": 1}, {"target_per_querier": 0}])
 def test_settings_are_checked(bad):
     with pytest.raises(ValueError):
         make(Clock(), **bad)

@@ -1,7 +1,7 @@
 """Scheduler: ticket life cycle, queue time, querier restarts and shutdown."""
 import pytest
 
-from svclog.scheduler import QueueDepthError, Scheduler, SchedulerSettings, TooManyOutstandingRequests
+from svclog.scheduler import QueueDepthError, Released, Scheduler, SchedulerSettings, TooManyOutstandingRequests
 
 
 class Clock:
@@ -140,3 +140,17 @@ def test_dispatches_record_querier_path_and_contenders(clock):
     assert [(d.path, d.querier, d.contenders) for d in log] == [(("a",), "q1", 2), (("b",), "q1", 2), (("a",), "q2", 1)]
     assert [d.tenant for d in scheduler.recent_dispatches()] == ["acme", "other", "acme", "acme"]
     assert scheduler.stats().dispatched == {"q1": 2, "q2": 2}
+
+
+def test_a_forgotten_querier_gets_no_work_until_a_new_process_takes_its_name(clock):
+    scheduler = make(clock)
+    scheduler.register_querier("q2", "pid-1")
+    scheduler.forget_querier("q2")  # drained and stopped by the scaler
+    [ticket] = scheduler.enqueue_many("acme", (), ["x"])
+    # a dequeue the old process parked before the forget wakes up: no work for the dead
+    assert scheduler.register_querier("q2", "pid-1") == Released()
+    assert scheduler.next_for_querier("q2") is None
+    assert scheduler.running_on("q2") == frozenset()
+    # the pool grows again and a new process takes the name
+    scheduler.register_querier("q2", "pid-2")
+    assert scheduler.next_for_querier("q2").ticket == ticket
