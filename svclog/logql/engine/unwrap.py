@@ -28,10 +28,8 @@ CONVERTERS: dict[str, Callable[[pa.Array], tuple[pa.Array, pa.Array]]] = {
 
 
 def convert_column(column: pa.Array, conversion: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """(values, error index per entry (-1: none), error messages) for a nullable string column.
-
-    A missing label converts as "" (and fails), as in the reference.
-    """
+    """(values, error index per entry (-1: none), error messages) for a nullable string column
+    (a null converts as "" and fails; `unwrap_values` drops such entries before converting)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     column = pc.fill_null(column.cast(pa.string()), "")
@@ -46,8 +44,15 @@ def convert_column(column: pa.Array, conversion: str) -> tuple[np.ndarray, np.nd
 
 
 def unwrap_values(batch: LogBatch, unwrap: ast.Unwrap) -> tuple[np.ndarray, LogBatch]:
-    """Values of the unwrapped label; failing entries get `__error__`; the label leaves the series."""
+    """Values of the unwrapped label; failing entries get `__error__`; the label leaves the series.
+
+    An entry without the label (or with it empty) makes no sample and no error, as in the
+    reference: only a value that is there and does not convert fails."""
     original = batch.label(unwrap.label)
+    present = pc.fill_null(pc.not_equal(original, ""), False)
+    if not pc.all(present).as_py():
+        batch = batch.filter(present)
+        original = batch.label(unwrap.label)
     values, errors, messages = convert_column(original, unwrap.conversion)
     failed = errors >= 0
     if failed.any():
