@@ -8,18 +8,21 @@ data out of this actor (a list stops Ray from resolving the reference here).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from typing import Any
 
 import ray
 
 from svclog.actors.options import NAMESPACE
+from svclog.actors.querier_scaler import QuerierPool, scaling_enabled
 from svclog.config import Config
 from svclog.log_level import apply_level
 from svclog.logql.engine.guard import QueryTimedOut
 from svclog.scheduler import (
     ActorPath,
     Assignment,
+    Dispatch,
     QuerierLostError,
     Released,
     Scheduler,
@@ -28,6 +31,8 @@ from svclog.scheduler import (
 )
 
 SCHEDULER_NAME = "scheduler"
+SCALING_PERIOD_S = 1.0  # how often the querier pool samples the load and decides
+log = logging.getLogger("svclog")
 
 
 class TicketLost(KeyError):
@@ -55,6 +60,10 @@ class SchedulerActor:
         self.scheduler: Scheduler[Any] = Scheduler(scheduler_settings(cfg))
         self._work = asyncio.Condition()
         self._outcomes: dict[int, asyncio.Future] = {}
+        # the read group's autoscaling (a joined cluster with ray.max_queriers set); its loop starts
+        # with the first call, on the event loop this actor's methods run on
+        self._pool = QuerierPool(cfg, self.scheduler) if scaling_enabled(cfg) else None
+        self._scaling_task: asyncio.Task | None = None
 
     def ready(self) -> bool:
         return True
@@ -105,6 +114,7 @@ class SchedulerActor:
 
     async def dequeue(self, querier_id: str, timeout: float = 1.0, incarnation: str = "") -> Assignment | None:
         """Next sub-query for this querier, waiting up to `timeout` s; None when none came."""
+        self._follow_load()
         await self._settle(self.scheduler.register_querier(querier_id, incarnation))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -154,6 +164,29 @@ class SchedulerActor:
 
     async def stats(self) -> SchedulerStats:
         return self.scheduler.stats()
+
+    async def dispatches(self, tenant: str | None = None) -> list[Dispatch]:
+        """Recent hand-outs (querier, actor path, contenders), oldest first."""
+        return self.scheduler.recent_dispatches(tenant)
+
+    async def querier_pool(self) -> dict | None:
+        """The autoscaled querier pool (None when the querier count is fixed)."""
+        return None if self._pool is None else self._pool.state()
+
+    # ------------------------------------------------------------ autoscaling
+
+    def _follow_load(self) -> None:
+        if self._pool is not None and self._scaling_task is None:
+            self._scaling_task = asyncio.get_running_loop().create_task(self._scale_forever())
+
+    async def _scale_forever(self) -> None:
+        assert self._pool is not None
+        while True:
+            await asyncio.sleep(SCALING_PERIOD_S)
+            try:
+                await self._settle(self._pool.tick())
+            except Exception:
+                log.exception("querier scaling round failed")
 
     async def queue_lengths(self, tenant: str) -> dict[ActorPath, int]:
         return self.scheduler.queue.queue_lengths(tenant)

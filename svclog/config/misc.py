@@ -77,6 +77,11 @@ class RayConfig:
     namespace: str = "svclog"
     num_ingesters: int | None = None  # None = max(1, common.replication_factor)
     num_queriers: int = 2
+    # On a joined cluster the querier count follows the scheduler's load between num_queriers and
+    # max_queriers (0: fixed at num_queriers); svclog/actors/querier_scaler.py
+    max_queriers: int = 0
+    querier_scale_up_delay: int = duration("10s")
+    querier_scale_down_delay: int = duration("5m")
     num_rulers: int = 1  # rulers share the rule groups through the ruler ring
     num_index_gateways: int = 1  # started by targets with index-gateway (backend); tenants shard over their ring
     # Declared (not enforced) shares: the whole single-node topology must fit 2 CPUs.

@@ -78,6 +78,14 @@ def wait_ready(url: str, deadline: float) -> None:
     raise TimeoutError(f"svclog did not become ready: {last}")
 
 
+def agent_ports() -> dict:
+    """Fixed ports for a node's agents: with none given, its raylet waits a fixed ~30 s for the agents
+    to write theirs to a file and aborts past it, which a loaded 2-core machine can exceed (the
+    agents spend that long importing); with a port given it only connects, retrying."""
+    return {"metrics_agent_port": free_port(), "runtime_env_agent_port": free_port(),
+            "dashboard_agent_listen_port": free_port()}
+
+
 def kill_processes_under(marker: str) -> int:
     """SIGKILL every process of this user whose command line names `marker` (a Ray temp dir of this
     run's own: each raylet, agent, GCS and worker of the run's cluster names it), except this one."""
@@ -261,7 +269,7 @@ def run(work: Path) -> dict:
     # Three "nodes" share one IP here: HAProxy (one listener per node) cannot; use Serve's own proxy.
     os.environ["RAY_SERVE_ENABLE_HA_PROXY"] = "0"
     node_dirs = [work / f"node-{i}" for i in range(3)]
-    head_args = {"num_cpus": 2, "include_dashboard": False, "resources": {"svclog_read": 1}}
+    head_args = {**agent_ports(), "num_cpus": 2, "include_dashboard": False, "resources": {"svclog_read": 1}}
     here = os.getcwd()
     node_dirs[0].mkdir(parents=True)
     os.chdir(node_dirs[0])
@@ -269,7 +277,8 @@ def run(work: Path) -> dict:
         cluster = Cluster(initialize_head=True, head_node_args=head_args)
     finally:
         os.chdir(here)
-    workers = [_add_node(cluster, node_dirs[i], num_cpus=2, resources={"svclog_read": 1}) for i in (1, 2)]
+    workers = [_add_node(cluster, node_dirs[i], **agent_ports(), num_cpus=2, resources={"svclog_read": 1})
+               for i in (1, 2)]
     cluster.wait_for_nodes()
     dir_of = {cluster.head_node.node_id: node_dirs[0], **{w.node_id: node_dirs[i + 1] for i, w in enumerate(workers)}}
     nodes_up = time.time()
