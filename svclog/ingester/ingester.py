@@ -16,8 +16,8 @@ from typing import Protocol
 import pyarrow as pa
 
 from svclog.chunk.head import SealedChunk
-from svclog.ingester.payload import decode_batch
 from svclog.ingester.instance import PackedStreams, TenantInstance
+from svclog.ingester.payload import BatchStream, decode_batch, encode_batch
 from svclog.ingester.tail import TailRegistry
 from svclog.ingester.wal import WAL
 from svclog.model import Labels, Matcher, StreamColumns, SvcError
@@ -70,6 +70,7 @@ class Ingester:
         self.tails = TailRegistry()
         self._lock = threading.RLock()
         self._flush_lock = threading.Lock()
+        self._checkpoint_lock = threading.Lock()  # one checkpoint at a time; pushes are not held up
         self._last_checkpoint = time.monotonic()
         self.wal = WAL(settings.wal_dir) if settings.wal_enabled else None
         if self.wal is not None:
@@ -82,7 +83,7 @@ class Ingester:
         tenant, streams = decode_batch(payload)
         self.push(tenant, streams, encoded=payload)
 
-    def push(self, tenant: str, streams: list[StreamColumns], encoded: bytes | None = None) -> None:
+    def push(self, tenant: str, streams: list[StreamColumns | BatchStream], encoded: bytes | None = None) -> None:
         """Log to the WAL, then apply; returns only when the entries are durable in the WAL."""
         if not streams:
             return
@@ -99,6 +100,8 @@ class Ingester:
                     whole = len(streams) == len(given) and all(a is b for a, b in zip(streams, given))
                     if encoded is not None and whole:
                         self.wal.append((None, encoded))  # None tenant: an encoded batch
+                    elif any(isinstance(s, BatchStream) for s in streams):
+                        self.wal.append((None, encode_batch(tenant, streams)))
                     else:
                         self.wal.append((tenant, [(s.labels.items, s.ts, s.lines, s.metadata) for s in streams]))
                 lines, size = instance.push(streams, time.time_ns())
@@ -218,11 +221,15 @@ class Ingester:
         """Snapshot unflushed data and drop older WAL segments (keeps replay short)."""
         if self.wal is None:
             return
-        with self._lock:
-            snapshot = [(inst.tenant, stream.labels.items, stream.snapshot())
-                        for inst in self.tenants.values() for stream in inst.streams.values()
-                        if not stream.is_empty()]
-            self.wal.checkpoint(snapshot)
+        with self._checkpoint_lock:
+            with self._lock:  # the snapshot and the segment it covers, taken together
+                snapshot = [(inst.tenant, stream.labels.items, stream.snapshot())
+                            for inst in self.tenants.values() for stream in inst.streams.values()
+                            if not stream.is_empty()]
+                covered = self.wal.rotate()
+            # Pickling and fsyncing the snapshot take long: pushes go on meanwhile (into the
+            # next segment, which the snapshot does not cover). Its tables are immutable.
+            self.wal.write_checkpoint(covered, snapshot)
         self._last_checkpoint = time.monotonic()
 
     def _replay(self) -> None:

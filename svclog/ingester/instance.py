@@ -8,6 +8,7 @@ import pyarrow.compute as pc
 
 from svclog.chunk.head import entries_batch
 from svclog.chunk.pushdown import apply_line_filters
+from svclog.ingester.payload import BatchStream
 from svclog.ingester.stream import MemoryStream, line_bytes
 from svclog.ingester.stream_rate import StreamRateLimitError, StreamRateLimits
 from svclog.logql.source import IngesterScan
@@ -79,28 +80,24 @@ class TenantInstance:
             f"reduce the number of active streams (reduce labels or reduce label values), or contact "
             f"your Loki administrator to see if the limit can be increased, user: '{self.tenant}'")
 
-    def push(self, streams: Iterable[StreamColumns], now_ns: int) -> tuple[int, int]:
+    def push(self, streams: Iterable[StreamColumns | BatchStream], now_ns: int) -> tuple[int, int]:
         """Append entries; returns (lines, bytes). Limits are the caller's (`admit`): WAL replay skips them."""
         streams = [s for s in streams if len(s)]
         if not streams:
             return 0, 0
-        # One Arrow batch for the whole push, sliced per stream (zero-copy): building a batch
-        # per stream cost more than the data in it.
-        metadata = None
-        if any(s.metadata is not None for s in streams):
-            metadata = [md for s in streams for md in (s.metadata or [None] * len(s))]
-        batch = entries_batch([t for s in streams for t in s.ts], [x for s in streams for x in s.lines], metadata)
-        lines = size = offset = 0
-        for data in streams:
+        slices = _batch_slices(streams)
+        lines = size = 0
+        for data, part in zip(streams, slices):
             stream = self.streams.get(data.labels)
             if stream is None:
                 stream = self.streams[data.labels] = MemoryStream(data.labels, now_ns)
             raw = data.raw_bytes()
-            stream.append(batch.slice(offset, len(data)), min(data.ts), max(data.ts), raw, now_ns,
-                          shared=len(streams) > 1)
+            ts = part.column(0)
+            bounds = pc.min_max(ts)
+            stream.append(part, bounds["min"].as_py(), bounds["max"].as_py(), raw, now_ns,
+                          shared=len(streams) > 1 or isinstance(data, BatchStream))
             if self.chunk_target_size and stream.head.raw_bytes >= self.chunk_target_size:
                 stream.cut()  # as the reference: a full chunk is cut on append, not at the next flush tick
-            offset += len(data)
             lines += len(data)
             size += raw
         return lines, size
@@ -167,6 +164,27 @@ class TenantInstance:
     def flush_queue_length(self) -> int:
         """Sealed chunks waiting for upload."""
         return sum(len(s.sealed) for s in self.streams.values())
+
+
+def _batch_slices(streams: list) -> list[pa.RecordBatch]:
+    """Each stream's entries as a CHUNK_SCHEMA batch: a decoded push's streams already are slices
+    of one; list-based ones get one Arrow batch for all of them, sliced per stream (zero-copy),
+    since building a batch per stream cost more than the data in it."""
+    listed = [s for s in streams if not isinstance(s, BatchStream)]
+    shared = None
+    if listed:
+        metadata = None
+        if any(s.metadata is not None for s in listed):
+            metadata = [md for s in listed for md in (s.metadata or [None] * len(s))]
+        shared = entries_batch([t for s in listed for t in s.ts], [x for s in listed for x in s.lines], metadata)
+    out, offset = [], 0
+    for data in streams:
+        if isinstance(data, BatchStream):
+            out.append(data.batch)
+        else:
+            out.append(shared.slice(offset, len(data)))
+            offset += len(data)
+    return out
 
 
 NOTHING_SCANNED = IngesterScan()

@@ -10,6 +10,7 @@ import time
 from bisect import bisect_right
 from itertools import accumulate
 
+from svclog.ingester.payload import BatchStream
 from svclog.model import Labels, RateLimitError, StreamColumns
 
 
@@ -38,11 +39,14 @@ def limit_stream(bucket: StreamRate, data: StreamColumns) -> tuple[StreamColumns
     if size <= bucket.tokens:
         bucket.tokens -= size
         return data, 0
-    sizes = list(accumulate(map(len, data.lines)))
+    columnar = isinstance(data, BatchStream)
+    sizes = list(accumulate(data.line_sizes() if columnar else map(len, data.lines)))
     keep = bisect_right(sizes, bucket.tokens)
     if keep == 0:
         return None, size
     bucket.tokens -= sizes[keep - 1]
+    if columnar:
+        return data.slice(keep), size - sizes[keep - 1]
     md = data.metadata[:keep] if data.metadata is not None else None
     return StreamColumns(data.labels, data.ts[:keep], data.lines[:keep], md), size - sizes[keep - 1]
 

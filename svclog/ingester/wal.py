@@ -29,6 +29,7 @@ class WAL:
         segments = self._numbers("segment-")
         self.segment = (max(segments) + 1) if segments else 0
         self._file = open(self.dir / f"segment-{self.segment}", "ab")
+        self._rotated: list = []  # closed segments not fsynced yet (see rotate)
         self._last_sync = time.monotonic()
 
     def _numbers(self, prefix: str) -> list[int]:
@@ -51,17 +52,31 @@ class WAL:
         os.fsync(self._file.fileno())
 
     def rotate(self) -> int:
-        """Close the current segment and open the next; returns the closed segment's number."""
-        self.sync()
-        self._file.close()
+        """Start the next segment; returns the closed segment's number. The closed one is written
+        to the OS here and fsynced by the next `write_checkpoint` (or `close`), so a rotation
+        under the ingester's lock does not wait for the disk."""
+        self._file.flush()
+        self._rotated.append(self._file)
         closed = self.segment
         self.segment += 1
         self._file = open(self.dir / f"segment-{self.segment}", "ab")
         return closed
 
+    def _sync_rotated(self) -> None:
+        while self._rotated:
+            handle = self._rotated[0]
+            os.fsync(handle.fileno())
+            handle.close()
+            self._rotated.pop(0)
+
     def checkpoint(self, snapshot: Any) -> None:
         """Persist `snapshot` (all unflushed data) and drop the segments it covers."""
-        covered = self.rotate()
+        self.write_checkpoint(self.rotate(), snapshot)
+
+    def write_checkpoint(self, covered: int, snapshot: Any) -> None:
+        """Persist `snapshot`, the state as of closing segment `covered` (see `rotate`), and drop
+        the segments it covers. Touches no open segment, so appends may go on meanwhile."""
+        self._sync_rotated()
         tmp = self.dir / f"checkpoint-{covered}.tmp"
         with open(tmp, "wb") as handle:
             payload = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
@@ -78,6 +93,7 @@ class WAL:
 
     def close(self) -> None:
         try:
+            self._sync_rotated()
             self.sync()
         finally:
             self._file.close()

@@ -126,3 +126,29 @@ def test_encoded_batches_are_logged_verbatim_and_replayed(parts):
     table = again.select("t1", (APP_A,), 0, 10)[0][1]
     assert table.column("line").to_pylist() == ["x", "y"]
     assert table.column("metadata").to_pylist()[0] == [("k", "v")]
+
+
+def test_pushes_go_on_while_a_checkpoint_is_written(parts):
+    import threading
+
+    tmp, _, chunks = parts
+    ing = _ingester(tmp, chunks)
+    ing.push("t1", [_stream("a", [1], ["x"])])
+    writing, pushed = threading.Event(), threading.Event()
+    real_write = ing.wal.write_checkpoint
+
+    def slow_write(covered, snapshot):
+        writing.set()
+        assert pushed.wait(5), "a push waited for the checkpoint write"
+        real_write(covered, snapshot)
+
+    ing.wal.write_checkpoint = slow_write
+    worker = threading.Thread(target=ing.checkpoint)
+    worker.start()
+    assert writing.wait(5)
+    ing.push("t1", [_stream("a", [2], ["y"])])  # logged to the segment after the checkpoint's
+    pushed.set()
+    worker.join(5)
+    ing.close()
+    again = _ingester(tmp, chunks)
+    assert sorted(again.select("t1", (APP_A,), 0, 10)[0][1].column("ts").to_pylist()) == [1, 2]

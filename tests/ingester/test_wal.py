@@ -33,3 +33,30 @@ def test_checkpoint_replaces_older_segments(tmp_path):
     assert snapshot == {"state": 1}
     assert list(records) == ["after"]
     assert len(list(tmp_path.glob("checkpoint-*"))) == 1
+
+
+def test_rotated_segment_is_synced_before_the_checkpoint_replaces_it(tmp_path, monkeypatch):
+    import os
+
+    wal = WAL(tmp_path)
+    wal.append("before")
+    covered = wal.rotate()
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
+    wal.append("after")  # the next segment takes appends while the checkpoint is pending
+    wal.write_checkpoint(covered, {"state": 1})
+    assert len(synced) >= 2  # the rotated segment, then the checkpoint file
+    wal.close()
+    snapshot, records = WAL(tmp_path).replay()
+    assert snapshot == {"state": 1} and list(records) == ["after"]
+
+
+def test_a_crash_between_rotation_and_checkpoint_loses_nothing(tmp_path):
+    wal = WAL(tmp_path)
+    wal.append("one")
+    wal.rotate()  # the checkpoint never got written
+    wal.append("two")
+    wal.close()
+    snapshot, records = WAL(tmp_path).replay()
+    assert snapshot is None and list(records) == ["one", "two"]
