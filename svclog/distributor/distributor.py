@@ -8,14 +8,15 @@ from typing import Any, Callable, Protocol
 
 from svclog.distributor.quorum import quorum_size
 from svclog.distributor.ratelimit import RateLimiter
-from svclog.distributor.validate import ValidationLimits
+from svclog.distributor.validate import ValidationLimits, ValidationReport
 from svclog.distributor.validate_columns import validate_columns
 from svclog.model import (
-    NS, RateLimitError, StreamColumns, SvcError, ValidationError, parse_timestamp,
+    NS, Labels, RateLimitError, StreamColumns, SvcError, ValidationError, parse_timestamp,
 )
 from svclog.ring.ring import Ring, RingError
 
 MB = 1 << 20
+FINGERPRINT_CACHE = 100_000  # label sets whose fingerprint is kept (the map restarts when full)
 
 
 class IngestionBlocked(SvcError):
@@ -37,6 +38,18 @@ class Pusher(Protocol):
         May return as soon as a QuorumTracker over `assignments` is settled: members not yet
         answered are left out (their pushes go on in the background)."""
         ...
+
+
+@dataclass
+class PreparedPush:
+    """A validated, rate-limited push and where its streams go (see Distributor.prepare)."""
+
+    tenant: str
+    columns: list[StreamColumns]
+    report: ValidationReport
+    size: int
+    placements: list[tuple[StreamColumns, list[str]]]
+    assignments: dict[str, list[StreamColumns]]
 
 
 @dataclass
@@ -96,6 +109,7 @@ class Distributor:
         self.accepted = ACCEPTED if accepted is None else accepted
         self.rate_limiter = RateLimiter()
         self.tee = tee  # best-effort copy of accepted streams (the pattern ingester)
+        self._fingerprints: dict[Labels, int] = {}
 
     def push(self, tenant: str, streams: list) -> PushOutcome:
         """Validate decoded streams (StreamColumns or PushStreams) and replicate the accepted part.
@@ -103,6 +117,14 @@ class Distributor:
         Partial acceptance (as the reference does): valid streams/entries are written,
         then a ValidationError lists what was refused.
         """
+        prepared = self.prepare(tenant, streams)
+        errors = self.pusher.push_many(tenant, prepared.assignments) if prepared.assignments else {}
+        return self.complete(prepared, errors)
+
+    def prepare(self, tenant: str, streams: list) -> PreparedPush:
+        """Everything before the ingesters are called: validation, the tenant's rate limit (raises
+        RateLimitError) and each accepted stream's replicas. A host with its own way of calling
+        the ingesters (an event loop awaiting them) sends `assignments` and calls `complete`."""
         limits = self.limits_for(tenant)
         self._check_blocked(limits)
         given = [s if isinstance(s, StreamColumns) else StreamColumns.from_push(s) for s in streams]
@@ -115,18 +137,29 @@ class Distributor:
                 f"Ingestion rate limit exceeded for user {tenant} (limit: {int(rate)} "
                 f"bytes/sec) while attempting to ingest '{lines}' lines totaling '{size}' bytes, reduce log "
                 f"volume or contact your Loki administrator to see if the limit can be increased")
-        if columns:
-            self._replicate(tenant, columns)
-            if self.tee is not None:
-                try:
-                    self.tee(tenant, columns)
-                except Exception:  # a copy for pattern mining never fails a push
-                    pass
-        outcome = PushOutcome(sum(len(c) for c in columns), size, report.rejected_entries)
+        placements = self._place(columns) if columns else []
+        assignments: dict[str, list[StreamColumns]] = {}
+        for stream, owners in placements:
+            for owner in owners:
+                assignments.setdefault(owner, []).append(stream)
+        return PreparedPush(tenant, columns, report, size, placements, assignments)
+
+    def complete(self, prepared: PreparedPush, errors: dict[str, Exception | None]) -> PushOutcome:
+        """The push's answer from the ingesters' (`errors` per member, None for success): a
+        QuorumError or an ingester's own error when a stream lacks its quorum, else the outcome,
+        or the ValidationError naming what validation refused (the rest is stored)."""
+        self._check_quorum(prepared.placements, errors)
+        columns = prepared.columns
+        if columns and self.tee is not None:
+            try:
+                self.tee(prepared.tenant, columns)
+            except Exception:  # a copy for pattern mining never fails a push
+                pass
+        outcome = PushOutcome(sum(len(c) for c in columns), prepared.size, prepared.report.rejected_entries)
         if outcome.lines:
-            self.accepted.add(tenant, outcome.lines, outcome.bytes)
-        if report.errors:
-            raise ValidationError(report.message())
+            self.accepted.add(prepared.tenant, outcome.lines, outcome.bytes)
+        if prepared.report.errors:
+            raise ValidationError(prepared.report.message())
         return outcome
 
     def ingestion_rate(self, limits: Any) -> float:
@@ -149,19 +182,27 @@ class Distributor:
                 f"ingestion blocked until {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(until_ns // NS))}")
             raise IngestionBlocked(message, status)
 
-    def _replicate(self, tenant: str, columns: list[StreamColumns]) -> None:
+    def _fingerprint(self, labels: Labels) -> int:
+        """The stream's ring key, remembered: hashing the label string cost ~10 us per stream and push."""
+        fp = self._fingerprints.get(labels)
+        if fp is None:
+            if len(self._fingerprints) >= FINGERPRINT_CACHE:
+                self._fingerprints.clear()
+            fp = self._fingerprints[labels] = labels.fingerprint()
+        return fp
+
+    def _place(self, columns: list[StreamColumns]) -> list[tuple[StreamColumns, list[str]]]:
         ring = self.ring()
         try:
-            placements = [(c, [m.id for m in ring.replication_set(c.labels.fingerprint(), self.rf)]) for c in columns]
+            return [(c, [m.id for m in ring.replication_set(self._fingerprint(c.labels), self.rf)])
+                    for c in columns]
         except RingError as err:
             raise QuorumError(str(err)) from err
-        assignments: dict[str, list[StreamColumns]] = {}
-        for stream, owners in placements:
-            for owner in owners:
-                assignments.setdefault(owner, []).append(stream)
-        errors = self.pusher.push_many(tenant, assignments)
+
+    @staticmethod
+    def _check_quorum(placements: list[tuple[StreamColumns, list[str]]], errors: dict[str, Exception | None]) -> None:
         failed = {member for member, err in errors.items() if err is not None}
-        for stream, owners in placements:
+        for _, owners in placements:
             ok = sum(1 for o in owners if o not in failed)
             needed = quorum_size(len(owners))
             if ok < needed:

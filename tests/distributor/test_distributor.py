@@ -95,3 +95,18 @@ def test_block_ingestion_until_uses_configured_status():
     with pytest.raises(IngestionBlocked) as err:
         dist.push("t", [_stream("a")])
     assert err.value.status == 260 and "blocked" in str(err.value)
+
+
+def test_prepare_then_complete_is_push_for_a_host_that_calls_the_ingesters_itself():
+    """An event-loop host sends `assignments` its own way and hands the answers to `complete`."""
+    pusher = RecordingPusher()
+    dist = _distributor(_ring(3), pusher, rf=3)
+    bad = PushStream(Labels({"app": "x" * 3000}.items()), [Entry(NOW, "too long label")])
+    prepared = dist.prepare("t", [_stream("a"), bad])
+    assert sorted(prepared.assignments) == ["i0", "i1", "i2"] and not pusher.received
+    with pytest.raises(ValidationError):  # the valid part is acknowledged, the refused part named
+        dist.complete(prepared, pusher.push_many("t", prepared.assignments))
+    assert all(len(v) == 1 for v in pusher.received.values())
+    prepared = dist.prepare("t", [_stream("b")])
+    with pytest.raises(QuorumError):
+        dist.complete(prepared, {"i0": OSError("down"), "i1": OSError("down"), "i2": None})
