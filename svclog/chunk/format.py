@@ -4,15 +4,21 @@ Columns: ts (int64 ns, ascending), line (string), metadata (map<string,string>, 
 when an entry has none). Entries are written in record batches ("blocks") of about
 `block_bytes` raw line bytes; each block's min/max timestamp is kept in the file's
 schema metadata so a reader decodes only the blocks that overlap its time range.
+The file footer's custom metadata carries the token index (token_index.py): one bloom
+filter per block, so a reader skips blocks that cannot hold a needle without decompressing
+them. Chunks written without it read as before (every block in range is decoded).
 """
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from svclog.chunk.token_index import FOOTER_KEY, TokenIndex, block_filter, encode_filters
 from svclog.logql.source import METADATA_TYPE
 
 CHUNK_SCHEMA = pa.schema([("ts", pa.int64()), ("line", pa.string()), ("metadata", METADATA_TYPE)])
@@ -33,6 +39,9 @@ class ChunkData:
         return len(self.ts)
 
 
+_EMPTY = ChunkData(pa.array([], pa.int64()), pa.array([], pa.string()), pa.array([], METADATA_TYPE))
+
+
 def _ipc_codec(encoding: str) -> str | None:
     # Arrow IPC compresses buffers with zstd or lz4 only; other reference encodings
     # (snappy, gzip) map to the nearest equivalent: lz4 for speed, zstd for ratio.
@@ -42,7 +51,42 @@ def _ipc_codec(encoding: str) -> str | None:
     return _CODECS[encoding]
 
 
-def encode_chunk(table: pa.Table, *, block_bytes: int = 256 * 1024, encoding: str = "zstd") -> bytes:
+@dataclass
+class BlockScan:
+    """What a read did with the blocks of its time range (counters, summed over reads)."""
+
+    blocks: int = 0  # blocks overlapping the time range
+    indexed: int = 0  # of those, blocks a token index could be asked about
+    skipped: int = 0  # of those, blocks the token index ruled out (not decompressed)
+    chunks_skipped: int = 0  # chunks with blocks in range, every one ruled out
+
+
+# Given a chunk's token index, which of its blocks could hold a wanted line? (pushdown.BlockProbe)
+BlockTest = Callable[[TokenIndex], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ChunkLayout:
+    """What a reader needs to choose blocks: each block's time bounds and the token index."""
+
+    bounds: tuple[tuple[int, int] | None, ...]  # per block, None when the writer kept none
+    index: TokenIndex | None
+
+    @classmethod
+    def read(cls, reader: pa.ipc.RecordBatchFileReader) -> ChunkLayout:
+        listed = json.loads((reader.schema.metadata or {}).get(b"blocks", b"[]"))
+        count = reader.num_record_batches
+        bounds = tuple((int(listed[i][0]), int(listed[i][1])) if i < len(listed) else None for i in range(count))
+        index = TokenIndex.decode((reader.metadata or {}).get(FOOTER_KEY))
+        return cls(bounds, index if index is not None and len(index) == count else None)
+
+
+def chunk_layout(data: bytes | pa.Buffer) -> ChunkLayout:
+    return ChunkLayout.read(pa.ipc.open_file(pa.BufferReader(data)))
+
+
+def encode_chunk(table: pa.Table, *, block_bytes: int = 256 * 1024, encoding: str = "zstd",
+                 token_index: bool = True) -> bytes:
     """Serialise a (ts-sorted) table with CHUNK_SCHEMA columns into chunk bytes."""
     table = table.select(["ts", "line", "metadata"]).cast(CHUNK_SCHEMA)
     batches = _split_blocks(table, block_bytes)
@@ -50,7 +94,10 @@ def encode_chunk(table: pa.Table, *, block_bytes: int = 256 * 1024, encoding: st
     schema = CHUNK_SCHEMA.with_metadata({"blocks": json.dumps(bounds)})
     sink = pa.BufferOutputStream()
     options = pa.ipc.IpcWriteOptions(compression=_ipc_codec(encoding))
-    with pa.ipc.new_file(sink, schema, options=options) as writer:
+    # in the footer only (the schema's metadata is written twice, at the start and in the footer)
+    footer = {FOOTER_KEY: encode_filters([block_filter(b.column(1), b.column(2)) for b in batches])} \
+        if token_index else None
+    with pa.ipc.new_file(sink, schema, options=options, metadata=footer) as writer:
         for batch in batches:
             writer.write_batch(batch)
     return sink.getvalue().to_pybytes()
@@ -60,8 +107,6 @@ def _split_blocks(table: pa.Table, block_bytes: int) -> list[pa.RecordBatch]:
     if table.num_rows == 0:
         return []
     lengths = pc.binary_length(table.column("line")).to_numpy(zero_copy_only=False)
-    import numpy as np
-
     cumulative = np.cumsum(lengths)
     # Row indices where a new block starts: every time the running size crosses a multiple.
     cuts = np.searchsorted(cumulative, np.arange(block_bytes, int(cumulative[-1]) + 1, block_bytes), side="left") + 1
@@ -72,20 +117,33 @@ def _split_blocks(table: pa.Table, block_bytes: int) -> list[pa.RecordBatch]:
     return [combined.slice(s, e - s).to_batches()[0] for s, e in zip(starts, ends) if e > s]
 
 
-def decode_chunk(data: bytes | pa.Buffer, start: int | None = None, end: int | None = None) -> ChunkData:
-    """Entries with start <= ts < end, decoding only the blocks that overlap."""
-    reader = pa.ipc.open_file(pa.BufferReader(data))
-    bounds = json.loads((reader.schema.metadata or {}).get(b"blocks", b"[]"))
+def decode_chunk(data: bytes | pa.Buffer, start: int | None = None, end: int | None = None,
+                 may_match: BlockTest | None = None, scan: BlockScan | None = None,
+                 layout: ChunkLayout | None = None) -> ChunkData:
+    """Entries with start <= ts < end, decoding only the blocks that overlap and, when the chunk
+    has a token index, that `may_match` does not rule out. With the chunk's `layout` at hand
+    (cached by the caller), a chunk whose blocks are all ruled out is not even opened."""
+    reader = None
+    if layout is None:
+        reader = pa.ipc.open_file(pa.BufferReader(data))
+        layout = ChunkLayout.read(reader)
+    wanted = [position for position, bounds in enumerate(layout.bounds)
+              if bounds is None or not ((end is not None and bounds[0] >= end) or (start is not None and bounds[1] < start))]
+    scan = scan if scan is not None else BlockScan()
+    scan.blocks += len(wanted)
+    if wanted and may_match is not None and layout.index is not None:
+        possible = may_match(layout.index)
+        scan.indexed += len(wanted)
+        kept = [position for position in wanted if possible[position]]
+        scan.skipped += len(wanted) - len(kept)
+        scan.chunks_skipped += int(not kept)
+        wanted = kept
     batches = []
-    for index in range(reader.num_record_batches):
-        lo, hi = bounds[index] if index < len(bounds) else (None, None)
-        if lo is not None and ((end is not None and lo >= end) or (start is not None and hi < start)):
-            continue
-        batches.append(reader.get_batch(index))
+    if wanted:
+        reader = reader if reader is not None else pa.ipc.open_file(pa.BufferReader(data))
+        batches = [reader.get_batch(position) for position in wanted]
     if not batches:
-        empty = CHUNK_SCHEMA.empty_table()
-        return ChunkData(empty.column(0).combine_chunks(), empty.column(1).combine_chunks(),
-                         empty.column(2).combine_chunks())
+        return _EMPTY
     table = pa.Table.from_batches(batches, schema=CHUNK_SCHEMA)
     if start is not None or end is not None:
         ts = table.column("ts")

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from svclog.chunk.format import CHUNK_SCHEMA
 from svclog.chunk.head import sort_dedupe
-from svclog.chunk.pushdown import apply_line_filters
+from svclog.chunk.pushdown import BlockProbe, apply_line_filters, block_probe
 from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.source import IngesterScan, SelectRequest, SourceStats, StreamBlock
 from svclog.model import Labels, Matcher, labels_match
@@ -151,10 +151,14 @@ class StoreSource:
             self._count_ingester_scan(scan if scan is not None else IngesterScan(sent_lines, sent_bytes))
         refs = self.index.chunk_refs(tenant, matchers, request.start, request.end, request.shard)
         fetch = FetchStats()
+        line_probe = block_probe(request.line_filters)
+        metadata_equals = _metadata_equalities(request)
         for labels, chunk_refs in refs.items():
             self.stats.store_chunks_ref += len(chunk_refs)
+            probe = _stream_probe(request, labels, metadata_equals, line_probe)
+            may_match = probe.may_match if probe is not None else None
             for ref in sorted(chunk_refs, key=lambda r: (r.sealed_ns, r.min_ts, r.max_ts)):
-                data = self.chunks.fetch(ref, request.start, request.end, fetch)
+                data = self.chunks.fetch(ref, request.start, request.end, fetch, may_match)
                 if len(data):
                     table = pa.Table.from_arrays([data.ts, data.line, data.metadata], schema=CHUNK_SCHEMA)
                     self.stats.store_lines += table.num_rows
@@ -165,6 +169,7 @@ class StoreSource:
         self.stats.store_chunks_downloaded += fetch.chunks_downloaded
         self.stats.store_compressed_bytes += fetch.compressed_bytes
         self.stats.store_download_seconds += fetch.download_seconds
+        _count_blocks(self.stats, fetch)
         for labels in sorted(parts.keys() | flushed.keys()):
             tables = flushed.get(labels, []) + parts.get(labels, [])
             merged = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
@@ -194,6 +199,32 @@ class StoreSource:
             found = {labels for labels in found if labels_match(labels, rest)}
             out.update(with_tenant_label(labels, tenant) if self.multi else labels for labels in found)
         return sorted(out)
+
+
+def _metadata_equalities(request: SelectRequest) -> tuple[tuple[str, str], ...]:
+    """`name="value"` filters every line must pass on its labels before any parser runs, when the
+    engine hands them down (`metadata_equals` on the request); each names a stream label or a
+    structured-metadata entry."""
+    return tuple(getattr(request, "metadata_equals", ()))
+
+
+def _stream_probe(request: SelectRequest, labels: Labels, metadata_equals: tuple[tuple[str, str], ...],
+                  line_probe: BlockProbe | None) -> BlockProbe | None:
+    """The probe for one stream's chunks: an equality on a label the stream carries is decided by
+    the stream (the index only holds structured metadata), so only the others join the probe."""
+    if not metadata_equals:
+        return line_probe
+    names = {name for name, _ in labels.items}
+    wanted = [(name, value) for name, value in metadata_equals if name not in names]
+    return block_probe(request.line_filters, wanted) if wanted else line_probe
+
+
+def _count_blocks(stats: SourceStats, fetch: FetchStats) -> None:
+    """Token-index counters, kept in `extra` (SourceStats is the engine's): see querier/stats.py."""
+    scan = fetch.blocks
+    for name, value in (("index_blocks", scan.blocks), ("index_blocks_indexed", scan.indexed),
+                        ("index_blocks_skipped", scan.skipped), ("index_chunks_skipped", scan.chunks_skipped)):
+        stats.extra[name] = stats.extra.get(name, 0) + value
 
 
 def _line_bytes(table: pa.Table) -> int:

@@ -22,6 +22,11 @@ def build_stats(s: SourceStats, exec_seconds: float, queue_seconds: float = 0.0)
             "decompressedLines": s.store_lines, "chunksDownloadTime": s.store_download_seconds,
             "totalChunksRef": s.store_chunks_ref, "totalChunksDownloaded": s.store_chunks_downloaded,
             "totalDuplicates": s.duplicates,
+            # the token index (chunk/token_index.py): blocks in range, asked, and ruled out undecoded
+            "totalBlocks": s.extra.get("index_blocks", 0),
+            "blocksCheckedByTokenIndex": s.extra.get("index_blocks_indexed", 0),
+            "blocksSkippedByTokenIndex": s.extra.get("index_blocks_skipped", 0),
+            "chunksSkippedByTokenIndex": s.extra.get("index_chunks_skipped", 0),
         },
         "summary": {
             "bytesProcessedPerSecond": per_second(total_bytes), "execTime": exec_seconds,
@@ -35,6 +40,9 @@ def merge_source_stats(parts: list[SourceStats]) -> SourceStats:
     """The stats of a whole query from its sub-queries' (time pieces and shards)."""
     total = SourceStats()
     for part in parts:
+        for name, value in part.extra.items():
+            if name.startswith("index_"):  # the token-index counters add up like the rest
+                total.extra[name] = total.extra.get(name, 0) + value
         for name in total.__dataclass_fields__:
             if name == "extra":
                 continue

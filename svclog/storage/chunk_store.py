@@ -4,13 +4,13 @@ from __future__ import annotations
 import threading
 import time
 import zlib
+from collections import OrderedDict
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-from collections import OrderedDict
-from dataclasses import dataclass
 
-from svclog.chunk.format import ChunkData, decode_chunk, encode_chunk
+from svclog.chunk.format import BlockScan, BlockTest, ChunkData, ChunkLayout, chunk_layout, decode_chunk, encode_chunk
 from svclog.chunk.head import SealedChunk
 from svclog.model import Labels
 from svclog.storage import schema
@@ -23,6 +23,7 @@ class FetchStats:
     chunks_downloaded: int = 0
     compressed_bytes: int = 0
     download_seconds: float = 0.0
+    blocks: BlockScan = field(default_factory=BlockScan)
 
 
 def _split_by_period(labels: Labels, chunk: SealedChunk) -> list[tuple[Labels, SealedChunk]]:
@@ -40,12 +41,16 @@ def _split_by_period(labels: Labels, chunk: SealedChunk) -> list[tuple[Labels, S
 
 class ChunkStore:
     def __init__(self, store: ObjectStore, *, cache_bytes: int = 256 << 20,
-                 encoding: str = "zstd", block_bytes: int = 256 * 1024):
+                 encoding: str = "zstd", block_bytes: int = 256 * 1024, token_index: bool = True):
         self.store = store
+        self.token_index = token_index
         self.encoding = encoding
         self.block_bytes = block_bytes
         self.cache_bytes = cache_bytes
         self._cache: OrderedDict[str, bytes] = OrderedDict()
+        # block bounds and token index of cached chunks: a query reading in several time windows
+        # asks about the same chunks again, and a chunk ruled out entirely is then never opened
+        self._layouts: dict[str, ChunkLayout] = {}
         self._cached = 0
         self._lock = threading.Lock()
 
@@ -53,7 +58,8 @@ class ChunkStore:
         """Upload chunks, then their index refs (a ref never points at a missing chunk)."""
         refs = []
         for labels, chunk in (piece for item in chunks for piece in _split_by_period(*item)):
-            data = encode_chunk(chunk.table, block_bytes=self.block_bytes, encoding=self.encoding)
+            data = encode_chunk(chunk.table, block_bytes=self.block_bytes, encoding=self.encoding,
+                                token_index=self.token_index)
             fingerprint = labels.fingerprint()
             key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))
             self.store.put(key, data)
@@ -63,7 +69,10 @@ class ChunkStore:
             write_index_segment(self.store, tenant, refs, writer_id)
         return refs
 
-    def fetch(self, ref: ChunkRef, start: int, end: int, stats: FetchStats | None = None) -> ChunkData:
+    def fetch(self, ref: ChunkRef, start: int, end: int, stats: FetchStats | None = None,
+              may_match: BlockTest | None = None) -> ChunkData:
+        """Entries of the chunk in [start, end), leaving out blocks `may_match` rules out by
+        their token filter (the whole chunk is still one GET: the filters sit in its footer)."""
         data = self._get_cached(ref.key)
         if data is None:
             began = time.perf_counter()
@@ -74,7 +83,18 @@ class ChunkStore:
             self._put_cached(ref.key, data)
         if stats is not None:
             stats.compressed_bytes += len(data)
-        return decode_chunk(data, start, end)
+        layout = self._layout(ref.key, data) if may_match is not None else None
+        return decode_chunk(data, start, end, may_match, stats.blocks if stats is not None else None, layout)
+
+    def _layout(self, key: str, data: bytes) -> ChunkLayout:
+        with self._lock:
+            layout = self._layouts.get(key)
+        if layout is None:
+            layout = chunk_layout(data)
+            with self._lock:
+                if key in self._cache:  # kept only as long as the chunk's bytes are
+                    self._layouts[key] = layout
+        return layout
 
     def _get_cached(self, key: str) -> bytes | None:
         with self._lock:
@@ -92,5 +112,6 @@ class ChunkStore:
             self._cache[key] = data
             self._cached += len(data)
             while self._cached > self.cache_bytes:
-                _, old = self._cache.popitem(last=False)
+                old_key, old = self._cache.popitem(last=False)
+                self._layouts.pop(old_key, None)
                 self._cached -= len(old)
