@@ -36,7 +36,15 @@ import httpx
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.e2e.multinode_cluster import agent_ports, free_port, kill_processes_under, named_actor, wait_ready
+from tests.e2e.multinode_cluster import (
+    agent_ports,
+    free_port,
+    kill_processes_under,
+    named_actor,
+    private_ray_tmpdir,
+    start_node,
+    wait_ready,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = 1_793_491_200 * 10**9  # 2026-11-01T00:00:00Z: old enough that queries read the store only
@@ -91,10 +99,10 @@ def start_cluster(work: Path):
     # read by the monitor the head starts (the fake provider refuses to run without it) and its nodes
     os.environ.update(RAY_FAKE_CLUSTER="1", AUTOSCALER_UPDATE_INTERVAL_S="1")
     head = {k: v for k, v in HEAD.items() if k != "CPU"}
-    return Cluster(initialize_head=True, head_node_args={
+    return start_node(lambda: Cluster(initialize_head=True, head_node_args={
         **agent_ports(), "num_cpus": HEAD["CPU"], "resources": head, "gcs_server_port": gcs_port,
         "include_dashboard": False,
-        "autoscaling_config": str(config), "env_vars": {"RAY_OVERRIDE_NODE_ID_FOR_TESTING": FAKE_HEAD_NODE_ID}})
+        "autoscaling_config": str(config), "env_vars": {"RAY_OVERRIDE_NODE_ID_FOR_TESTING": FAKE_HEAD_NODE_ID}}))
 
 
 def alive_nodes(kind: str) -> list[str]:
@@ -336,9 +344,9 @@ def run(work: Path) -> dict:
 
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="svclog-autoscale-"))
-    # A Ray temp dir of this run's own (short: Ray's socket paths have a length limit): every process
-    # of this cluster names it on its command line, which is how the cleanup finds them and no other.
-    os.environ["RAY_TMPDIR"] = tempfile.mkdtemp(prefix="svas", dir="/tmp")
+    # A Ray temp dir of this run's own: every process of this cluster names it on its command line,
+    # which is how the cleanup finds them and no other.
+    os.environ["RAY_TMPDIR"] = private_ray_tmpdir("svas")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         result = run(work)

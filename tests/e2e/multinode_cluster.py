@@ -86,11 +86,28 @@ def agent_ports() -> dict:
             "dashboard_agent_listen_port": free_port()}
 
 
+def start_node(start, attempts: int = 3):
+    """`start()` (a Cluster, or a node added to one), again when Ray gives up on a node that did not
+    register within its fixed 30 s: on a loaded 2-core machine the GCS can answer too late. The
+    half-started node's processes are killed first (they name this run's Ray temp dir)."""
+    for attempt in range(attempts):
+        try:
+            return start()
+        except Exception as err:
+            if "timed out during startup" not in str(err) or attempt == attempts - 1:
+                raise
+            print(f"node start timed out (attempt {attempt + 1}), starting it again", file=sys.stderr, flush=True)
+            kill_processes_under(os.environ["RAY_TMPDIR"])
+            time.sleep(2)
+    raise AssertionError("unreachable")
+
+
 def kill_processes_under(marker: str) -> int:
     """SIGKILL every process of this user whose command line names `marker` (a Ray temp dir of this
     run's own: each raylet, agent, GCS and worker of the run's cluster names it), except this one."""
     if not marker or marker.rstrip("/") in ("/tmp", "/tmp/ray"):
         raise ValueError(f"refusing to kill by the shared path {marker!r}")
+    marker = marker.rstrip("/") + "/"  # paths under it, never a sibling that shares its prefix
     killed = 0
     for pid in os.listdir("/proc"):
         if not pid.isdigit() or int(pid) == os.getpid():
@@ -108,12 +125,18 @@ def kill_processes_under(marker: str) -> int:
     return killed
 
 
+def private_ray_tmpdir(prefix: str) -> str:
+    """The Ray temp dir of this run alone: the one run_cluster_script made, or a new one (short:
+    Ray's socket paths have a length limit). Every process of the run's cluster names it."""
+    return os.environ.get("SVCLOG_TEST_RAY_TMPDIR") or tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+
+
 def run_cluster_script(script: Path, timeout_s: float) -> tuple[int, str, str]:
     """Run a cluster script in its own session and Ray temp dir; kill all it started on the way out."""
     repo = script.parents[2]
     ray_tmp = tempfile.mkdtemp(prefix="svmn", dir="/tmp")  # short: Ray's socket paths have a length limit
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env.update(RAY_TMPDIR=ray_tmp, PYTHONPATH=os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")])))
+    env.update(RAY_TMPDIR=ray_tmp, SVCLOG_TEST_RAY_TMPDIR=ray_tmp, PYTHONPATH=os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")])))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, cwd=repo, start_new_session=True)
     try:
@@ -246,7 +269,7 @@ def _add_node(cluster, directory: Path, **args):
     here = os.getcwd()
     os.chdir(directory)
     try:
-        return cluster.add_node(**args)
+        return cluster.add_node(**args)  # not retried: a worker's half-start cannot be told from the head's
     finally:
         os.chdir(here)
 
@@ -274,7 +297,7 @@ def run(work: Path) -> dict:
     node_dirs[0].mkdir(parents=True)
     os.chdir(node_dirs[0])
     try:
-        cluster = Cluster(initialize_head=True, head_node_args=head_args)
+        cluster = start_node(lambda: Cluster(initialize_head=True, head_node_args=head_args))
     finally:
         os.chdir(here)
     workers = [_add_node(cluster, node_dirs[i], **agent_ports(), num_cpus=2, resources={"svclog_read": 1})
@@ -362,7 +385,7 @@ def _objects(s3) -> int:
 
 
 def main() -> int:
-    os.environ.setdefault("RAY_TMPDIR", tempfile.mkdtemp(prefix="svmn", dir="/tmp"))
+    os.environ["RAY_TMPDIR"] = private_ray_tmpdir("svmn")
     with tempfile.TemporaryDirectory(prefix="svclog-multinode-") as work:
         result = run(Path(work))
     print("RESULT " + json.dumps(result), flush=True)
