@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from svclog.logql import ast
 from svclog.logql.stages import json_scan
+from svclog.logql.stages import logfmt_kernels as kernels
 from svclog.logql.stages.batch import ERR_LOGFMT, EXTRACTED_SUFFIX, LogBatch, set_error
 from svclog.logql.stages.json_parser import sanitize_key
 from svclog.model import ParseError, is_valid_label_name
@@ -166,36 +167,45 @@ class LogfmtParserStage:
         renamed = origin.names() + sorted(batch.metadata_names)  # keys that may get `_extracted`
         if any(name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in renamed for name in self.only):
             return self._process_all(batch)  # two line keys (`x`, `x_extracted`) give that label
+        wanted = [(name, _raw_key(name, origin)) for name in sorted(self.only)]
+        columns: dict[str, pa.Array] = {}
+        undecided = np.zeros(len(line), dtype=bool)  # rows the two-pass kernels could not read
+        for name, key in wanted:
+            if key is None:
+                continue
+            values, decided = _read_key(line, key)
+            columns[name] = values
+            undecided |= ~decided
+        if undecided.any():
+            rows = np.flatnonzero(undecided)
+            exact = self._read_exactly(line.take(rows), [name for name, _ in wanted], origin)
+            mask = pa.array(undecided)
+            for name, values in exact.items():
+                current = columns.get(name, pa.nulls(len(line), pa.string()))
+                columns[name] = pc.replace_with_mask(current, mask, values)
+        for name, _ in wanted:
+            values = columns.get(name)
+            if values is not None and values.null_count < len(values):
+                batch.set_parser_label(name, values)
+        return batch
+
+    def _read_exactly(self, line: pa.Array, names: list[str], origin) -> dict[str, pa.Array]:
+        """The slower exact reading: plain lines with the one-key kernels of `_extract`, the
+        others with the scanner."""
         plain = pc.fill_null(pc.and_(pc.match_substring_regex(line, _PLAIN_LINE),
                                      pc.invert(pc.match_substring(line, _RUNE_ERROR))), False)
         rest = pc.invert(plain)
         rest_rows = np.flatnonzero(rest.to_numpy(zero_copy_only=False))
         scanned = self._scan_rows(line.take(rest_rows).to_pylist(), origin) if len(rest_rows) else {}
-        for name in sorted(self.only):
+        out = {}
+        for name in names:
             key = _raw_key(name, origin)
-            values = self._extract(line, key) if key is not None else pa.nulls(len(line), pa.string())
+            values = _extract_plain(line, key) if key is not None else pa.nulls(len(line), pa.string())
             if len(rest_rows):
                 values = pc.replace_with_mask(values, rest, pa.array(scanned.get(name, [None] * len(rest_rows)),
                                                                      pa.string()))
-            if values.null_count < len(values):
-                batch.set_parser_label(name, values)
-        return batch
-
-    @staticmethod
-    def _extract(line: pa.Array, key: str) -> pa.Array:
-        """The key's value on plain lines. Where `key=` follows a separator once, the first match
-        is the token when the line has one (`_token_pattern`); lines with several occurrences
-        take the exact (slower) pattern."""
-        value = pc.if_else(pc.match_substring_regex(line, _token_pattern(key)),
-                           _matched_value(pc.extract_regex(line, _first_value_pattern(key))),
-                           pa.scalar(None, pa.string()))
-        several = pc.fill_null(pc.greater(pc.count_substring_regex(line, rf"(?:^|{_WS}){re.escape(key)}="), 1),
-                               False)
-        if pc.any(several).as_py():
-            rows = np.flatnonzero(several.to_numpy(zero_copy_only=False))
-            exact = _matched_value(pc.extract_regex(line.take(rows), _value_pattern(key)))
-            value = pc.replace_with_mask(value, several, exact)
-        return value
+            out[name] = values
+        return out
 
     def _scan_rows(self, lines: list[str], origin) -> dict[str, list[str | None]]:
         """The wanted labels of the given lines, read by the scanner (one list per label)."""
@@ -264,6 +274,44 @@ def _default_empty(batch: LogBatch, label: str, values: pa.Array) -> pa.Array:
     held = batch.metadata_rows(label)
     filled = pc.coalesce(values, pa.scalar("", pa.string()))
     return filled if held is None else pc.if_else(held, values, filled)
+
+
+def _extract_plain(line: pa.Array, key: str) -> pa.Array:
+    """The key's value on plain lines. Where `key=` follows a separator once, the first match
+    is the token when the line has one (`_token_pattern`); lines with several occurrences
+    take the exact (slower) pattern."""
+    value = pc.if_else(pc.match_substring_regex(line, _token_pattern(key)),
+                       _matched_value(pc.extract_regex(line, _first_value_pattern(key))),
+                       pa.scalar(None, pa.string()))
+    several = pc.fill_null(pc.greater(pc.count_substring_regex(line, rf"(?:^|{_WS}){re.escape(key)}="), 1),
+                           False)
+    if pc.any(several).as_py():
+        rows = np.flatnonzero(several.to_numpy(zero_copy_only=False))
+        exact = _matched_value(pc.extract_regex(line.take(rows), _value_pattern(key)))
+        value = pc.replace_with_mask(value, several, exact)
+    return value
+
+
+def _read_key(line: pa.Array, key: str) -> tuple[pa.Array, np.ndarray]:
+    """(values, decided): the key's value where the two-pass kernels can tell (logfmt_kernels),
+    null where a plain line has no `key=` token; `decided` is false on the other rows."""
+    single = pc.fill_null(pc.match_substring_regex(line, kernels.single_token_pattern(key)), False)
+    single_rows = single.to_numpy(zero_copy_only=False)
+    values = pa.nulls(len(line), pa.string())
+    if single_rows.any():
+        values = pc.if_else(single, _matched_value(pc.extract_regex(line, kernels.value_after_space_pattern(key))),
+                            values)
+        at_start = pc.and_(single, pc.fill_null(pc.starts_with(line, key + "="), False))
+        if pc.any(at_start).as_py():
+            rows = np.flatnonzero(at_start.to_numpy(zero_copy_only=False))
+            first = _matched_value(pc.extract_regex(line.take(rows), kernels.value_at_start_pattern(key)))
+            values = pc.replace_with_mask(values, at_start, first)
+    decided = single_rows.copy()
+    if not single_rows.all():
+        rows = np.flatnonzero(~single_rows)
+        absent = pc.fill_null(pc.match_substring_regex(line.take(rows), kernels.no_token_pattern(key)), False)
+        decided[rows] = absent.to_numpy(zero_copy_only=False)
+    return values, decided
 
 
 def _matched_value(found: pa.Array) -> pa.Array:

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import random
 
+import pyarrow as pa
 import pytest
 
 from svclog.logql import ast
-from svclog.logql.stages.logfmt_parser import LogfmtParserStage
+from svclog.logql.stages.logfmt_parser import LogfmtParserStage, _read_key
 from tests.logql.stages.helpers import STREAM, batch
 
 KEYS = ["duration", "level", "msg", "a", "app", "b_2", "_x", "du-ration", "9k", "k\ufffd", "app_extracted"]
@@ -68,3 +69,44 @@ def test_logfmt_parameters_under_hints_stop_at_the_first_parameter_key_like_the_
     assert _labels(full, lines, frozenset({"currency"})) == {"currency": ["EUR", "USD", ""]}
     wider = LogfmtParserStage(ast.LogfmtParser(params=params), only=frozenset({"latency", "app"}))
     assert not wider.first_key_only
+
+
+# Plain-looking lines built to probe the two-pass kernels (logfmt_kernels): the key at the
+# start, after tabs, bare, empty, repeated, inside quoted values, as part of longer keys.
+PLAIN_KEYS = ["duration", "myduration", "durationx", "dur", "d", "a", "msg", "duration_ms"]
+PLAIN_VALUES = ["5ms", "", '""', '"x duration=9 y"', '"duration=1"', '"a\tduration=2"', "1.5s", '"sp ace"',
+                '"duration"', "duration", '"\u00e9t\u00e9"', '"say \\"hi\\""', "a=b", '"x', "\ufffd"]
+
+
+def _plain_line(rnd: random.Random) -> str:
+    parts = []
+    for _ in range(rnd.randint(0, 6)):
+        key = rnd.choice(PLAIN_KEYS)
+        parts.append(key if rnd.random() < 0.1 else f"{key}={rnd.choice(PLAIN_VALUES)}")
+    seps = [" ", " ", " ", "\t", "  ", " \t"]
+    text = ""
+    for i, part in enumerate(parts):
+        text += (rnd.choice(seps) if i else rnd.choice(["", "", " ", "\t"])) + part
+    return text + rnd.choice(["", "", " ", "\n"])
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_two_pass_kernels_equal_full_parse(seed):
+    rnd = random.Random(1000 + seed)
+    lines = [_plain_line(rnd) for _ in range(80)]
+    names = frozenset({"duration", rnd.choice(["dur", "myduration", "d", "msg", "duration_ms"])})
+    full = _labels(LogfmtParserStage(ast.LogfmtParser()), lines, names)
+    hinted = _labels(LogfmtParserStage(ast.LogfmtParser(), only=names), lines, names)
+    assert hinted == full, lines
+
+
+def test_two_pass_kernels_decide_plain_lines_and_leave_the_rest():
+    lines = ["a=1 duration=5ms b=2", "duration=7 x=1", "x=1\tduration=3", 'msg="duration=1" duration=4',
+             'msg="x duration=1" duration=4', "duration=1 duration=2", "a=1 b=2", 'a="duration=1"', "a=b=c duration=1"]
+    values, decided = _read_key(pa.array(lines), "duration")
+    assert decided.tolist() == [True, True, False, True, False, False, True, True, False]
+    assert [v if d else "?" for v, d in zip(values.to_pylist(), decided)] == [
+        "5ms", "7", "?", "4", "?", "?", None, None, "?"]
+    hinted = _labels(LogfmtParserStage(ast.LogfmtParser(), only=frozenset({"duration"})), lines,
+                     frozenset({"duration"}))
+    assert hinted == {"duration": ["5ms", "7", "3", "4", "4", "2", None, None, "1"]}
