@@ -143,6 +143,17 @@ def _is_object(line: str) -> bool:
         return json_scan.loads_object(line) is not None
 
 
+# A flat JSON object (string, number, true/false/null values; no \\u escapes, no nesting), which
+# every decoder accepts: one RE2 pass tells such lines apart, and a query that wants none of
+# their fields has nothing else to learn from them. Digit counts stay where every decoder
+# reads the number without overflow. Other lines are decoded one by one.
+_JSON_WS = r"[ \t\n\r]*"
+_JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*"'
+_JSON_NUMBER = r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?(?:[eE][+-]?[0-9]{1,2})?"
+_JSON_MEMBER = rf"{_JSON_STRING}{_JSON_WS}:{_JSON_WS}(?:{_JSON_STRING}|{_JSON_NUMBER}|true|false|null)"
+FLAT_OBJECT = rf"^{_JSON_WS}\{{{_JSON_WS}(?:{_JSON_MEMBER}(?:{_JSON_WS},{_JSON_WS}{_JSON_MEMBER})*)?{_JSON_WS}\}}{_JSON_WS}$"
+
+
 class JsonParserStage:
     def __init__(self, node: ast.JsonParser, only: frozenset[str] | None = None):
         self.params = [(p.label, parse_json_path(p.expression or p.label)) for p in node.params]
@@ -159,9 +170,17 @@ class JsonParserStage:
         columns: dict[str, list[str | None]] = {}
         errors: list[str | None] = [None] * n
         wanted = self._wanted_keys(batch)
-        for row, line in enumerate(batch.line.to_pylist()):
+        lines = batch.line
+        rows = range(n)
+        if wanted is not None and not wanted:  # nothing to extract from a well-formed line: only errors matter
+            flat = pc.fill_null(pc.match_substring_regex(lines, FLAT_OBJECT), False).to_numpy(zero_copy_only=False)
+            if flat.all():
+                return batch
+            rows = np.flatnonzero(~flat).tolist()
+            lines = lines.take(rows)
+        for row, line in zip(rows, lines.to_pylist()):
             if wanted is not None and not wanted and _is_object(line or ""):
-                continue  # nothing to extract from a well-formed line: only errors matter
+                continue
             fields, error = parse_json_line(line or "")
             errors[row] = error
             for name, value in fields.items():

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from svclog.logql import ast
-from svclog.logql.stages.batch import LogBatch
+from svclog.logql.stages.batch import ERROR_DETAILS_LABEL, ERROR_LABEL, LogBatch
 from svclog.logql.stages.decolorize import DecolorizeStage
 from svclog.logql.stages.drop_keep import DropStage, KeepStage
 from svclog.logql.stages.json_parser import JsonParserStage
@@ -74,9 +74,73 @@ def build_pipeline(stages: tuple[ast.Stage, ...], parser_labels: frozenset[str] 
     """`parser_labels` (the engine's hints): the labels the query's parser must extract, the
     rest of each line's keys being unobservable in the answer; None extracts everything."""
     if parser_labels is None:
-        return Pipeline([build_stage(stage) for stage in stages])
-    return Pipeline([_HINTED[type(stage)](stage, only=parser_labels) if type(stage) in _HINTED
-                     else build_stage(stage) for stage in stages])
+        processors = [build_stage(stage) for stage in stages]
+    else:
+        processors = [_HINTED[type(stage)](stage, only=parser_labels) if type(stage) in _HINTED
+                      else build_stage(stage) for stage in stages]
+    return Pipeline(_filters_before_parsers(stages, processors))
+
+
+def _filters_before_parsers(stages: tuple[ast.Stage, ...], processors: list[StageProcessor]) -> list[StageProcessor]:
+    """Pair each plain json/logfmt parser with the string label filters right after it."""
+    out: list[StageProcessor] = []
+    i = 0
+    while i < len(stages):
+        stage, processor = stages[i], processors[i]
+        i += 1
+        if not isinstance(stage, (ast.JsonParser, ast.LogfmtParser)) or stage.params:
+            out.append(processor)
+            continue
+        filters, names = [], set()
+        while i < len(stages) and (read := stream_filter_names(stages[i])) is not None:
+            filters.append(processors[i])
+            names |= read
+            i += 1
+        out.append(FiltersFirst(processor, filters, frozenset(names)) if filters else processor)
+    return out
+
+
+def stream_filter_names(stage: ast.Stage) -> frozenset[str] | None:
+    """The labels a label filter reads when it is made of string matchers only (no conversion
+    that could record an error, no `__error__`); None for any other stage."""
+    return _matcher_names(stage.expr) if isinstance(stage, ast.LabelFilter) else None
+
+
+def _matcher_names(expr: object) -> frozenset[str] | None:
+    if isinstance(expr, ast.BinaryLabelFilter):
+        left, right = _matcher_names(expr.left), _matcher_names(expr.right)
+        return None if left is None or right is None else left | right
+    if isinstance(expr, ast.StringLabelFilter) and expr.matcher.name not in (ERROR_LABEL, ERROR_DETAILS_LABEL):
+        return frozenset({expr.matcher.name})
+    return None
+
+
+class FiltersFirst:
+    """A plain json/logfmt parser and the string label filters after it, filters first when
+    they read only the entries' original stream labels.
+
+    Such a parser never writes an original stream label (a key of that name becomes
+    `<name>_extracted`), string matchers record no error and parsers keep every entry, so
+    filtering first keeps the same entries with the same labels, and the parser only reads
+    lines that survive (`| json | level="error"` then parses the error streams only)."""
+
+    def __init__(self, parser: StageProcessor, filters: list[StageProcessor], names: frozenset[str]):
+        self.parser = parser
+        self.filters = filters
+        self.names = names
+
+    def process(self, batch: LogBatch) -> LogBatch:
+        if self.names <= set(batch.origin.names()):
+            batch = self._filter(batch)
+            return self.parser.process(batch) if len(batch) else batch
+        return self._filter(self.parser.process(batch))
+
+    def _filter(self, batch: LogBatch) -> LogBatch:
+        for processor in self.filters:
+            if len(batch) == 0:
+                break
+            batch = processor.process(batch)
+        return batch
 
 
 _HINTED: dict[type, Callable[..., StageProcessor]] = {ast.LogfmtParser: LogfmtParserStage,
