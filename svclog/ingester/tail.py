@@ -25,6 +25,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from svclog.ingester.payload import BatchStream
 from svclog.logql import ast
 from svclog.logql.parser import parse_log_query
 from svclog.logql.source import METADATA_TYPE, StreamBlock
@@ -133,7 +134,11 @@ class TailSubscription:
         return 0.0 if self.polling else now - self.last_polled
 
 
-def _to_block(stream: StreamColumns) -> StreamBlock:
+def _to_block(stream: StreamColumns | BatchStream) -> StreamBlock:
+    if isinstance(stream, BatchStream):  # already Arrow: its columns as they are
+        batch = stream.batch
+        md = batch.column(2)
+        return StreamBlock(stream.labels, batch.column(0), batch.column(1), md if md.null_count < len(md) else None)
     metadata = None
     if stream.metadata is not None:
         metadata = pa.array([[tuple(kv) for kv in m] if m else [] for m in stream.metadata], METADATA_TYPE)

@@ -269,3 +269,18 @@ def test_tail_message_shape():
                                {"stream": {"app": "db", "env": "prod"}, "values": [["2", "b"]]}]}
     msg = tail_message([], [DroppedEntry(APP, 9)])
     assert msg == {"streams": [], "dropped_entries": [{"labels": {"app": "api", "env": "prod"}, "timestamp": "9"}]}
+
+
+def test_pushes_arriving_as_arrow_batches_are_tailed_the_same():
+    from svclog.ingester.payload import decode_batch, encode_batch
+
+    reg = TailRegistry()
+    reg.subscribe("acme", '{env="prod"} |= "level" | logfmt | level="error"', "s1")
+    _, streams = decode_batch(encode_batch("acme", [
+        cols(OTHER, [(4, "level=error msg=db")]),
+        cols(APP, [(1, "level=info msg=ok"), (2, "level=error msg=boom")], [None, [("trace_id", "t1")]])]))
+    reg.offer("acme", streams)
+    entries, _ = drain(reg)
+    assert sorted((e.ts, e.labels.to_dict()) for e in entries) == [
+        (2, {"app": "api", "env": "prod", "level": "error", "msg": "boom", "trace_id": "t1"}),
+        (4, {"app": "db", "env": "prod", "level": "error", "msg": "db"})]
