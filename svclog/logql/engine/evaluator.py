@@ -14,7 +14,7 @@ from svclog.logql import ast
 from svclog.logql.engine import binops, functions, vector_agg
 from svclog.logql.engine.grouping import group_labels
 from svclog.logql.engine.guard import QueryGuard
-from svclog.logql.engine.hints import series_label_hints
+from svclog.logql.engine.hints import ErrorPolicy, error_policies, series_label_hints
 from svclog.logql.engine.logs import evaluate_logs
 from svclog.logql.engine.params import QueryParams, step_times, validate
 from svclog.logql.engine.range_agg import LOG_OPS, UNWRAP_OPS, windows
@@ -42,6 +42,7 @@ class EvalContext:
     label_hints: dict[int, frozenset[str]] = field(default_factory=dict)  # see hints.py
     guard: QueryGuard = field(default_factory=QueryGuard)
     caps: dict[int, SeriesCap] = field(default_factory=dict)  # range aggregations whose groups are the answer
+    error_policies: dict[int, ErrorPolicy] = field(default_factory=dict)  # see hints.py
 
 
 def evaluate(expr: ast.Expr, params: QueryParams, source: LogSource,
@@ -55,7 +56,7 @@ def evaluate(expr: ast.Expr, params: QueryParams, source: LogSource,
                                   "please change your query to a range query type")
         return evaluate_logs(expr, params, source, guard)
     ctx = EvalContext(params, source, step_times(params), series_label_hints(expr), guard,
-                      _series_caps(expr, params, max_series))
+                      _series_caps(expr, params, max_series), error_policies(expr))
     value = eval_sample(expr, ctx)
     if isinstance(value, SeriesSet):
         value = value.compact()
@@ -161,7 +162,7 @@ def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSe
                              keep=ctx.label_hints.get(id(node)), guard=ctx.guard, cap=ctx.caps.get(id(node)))
     if node.op == "absent_over_time":
         return _absent(log_range, samples, ends)
-    _check_errors(samples, log_range)
+    _check_errors(samples, ctx.error_policies.get(id(node), ErrorPolicy()))
     samples = _group_samples(samples, node.grouping)
     fn = ops[node.op]
     n = len(samples)
@@ -193,18 +194,10 @@ def _group_samples(samples: list[SampleSeries], grouping: ast.Grouping | None) -
     return out
 
 
-def _requests_errors(log_range: ast.LogRange) -> bool:
-    """Did the query filter on `__error__` itself? Then errors are intended results."""
-    for node in ast.walk(log_range):
-        if isinstance(node, ast.StringLabelFilter) and node.matcher.name == ERROR_LABEL:
-            return True
-    return False
-
-
-def _check_errors(samples: list[SampleSeries], log_range: ast.LogRange) -> None:
+def _check_errors(samples: list[SampleSeries], policy: ErrorPolicy) -> None:
     for s in samples:
         error = s.labels.get(ERROR_LABEL)
-        if error and not _requests_errors(log_range):
+        if error and not policy.allows(error):
             raise ValidationError(
                 f"pipeline error: '{error}' for series: '{s.labels}'.\n"
                 f"Use a label filter to intentionally skip this error. (e.g | __error__!=\"{error}\").\n"

@@ -14,12 +14,84 @@ read later (`parser_labels`). Queries of any other shape run without hints.
 """
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from svclog.logql import ast
 
 ADDITIVE_OPS = frozenset({"count_over_time", "rate", "bytes_over_time", "bytes_rate", "sum_over_time"})
 HINTED_PARSERS = (ast.LogfmtParser, ast.JsonParser)
 ALL_PARSERS = (ast.LogfmtParser, ast.JsonParser, ast.RegexpParser, ast.PatternParser, ast.UnpackParser)
 ERROR_LABELS = frozenset({"__error__", "__error_details__"})
+# The errors the reference's parsers mark as wanted (`__preserve_error__`) when the query reads `__error__`
+PARSER_ERRORS = frozenset({"JSONParserErr", "LogfmtParserErr"})
+_TEMPLATE_ACTION = re.compile(r"\{\{(.*?)\}\}", re.S)
+_TEMPLATE_FIELD = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    """Which pipeline errors a range aggregation may carry into its result instead of failing.
+
+    The reference builds its sample extractor with the labels the query can observe (the
+    aggregation's grouping, or an enclosing `sum`'s for additive ops) and those its stages read:
+    - with no label observable at all (`sum(count_over_time(... | json [5m]))`), parsers do not run,
+      so their errors cannot happen (`parsers_idle`);
+    - with a `by` grouping (own or enclosing `sum`) and `__error__` among those labels, parser errors
+      are results (`sum by (__error__) (...)`, `... | __error__!="" ...` under `sum by (app)`);
+    - otherwise any error label at a step fails the query, even if a filter selected it.
+    """
+
+    parsers_idle: bool = False
+    keep_parser_errors: bool = False
+
+    def allows(self, error: str) -> bool:
+        return error in PARSER_ERRORS and (self.parsers_idle or self.keep_parser_errors)
+
+
+def error_policies(expr: object) -> dict[int, ErrorPolicy]:
+    """id(range aggregation node) -> its ErrorPolicy (absent: every error fails the query)."""
+    enclosing: dict[int, ast.Grouping] = {}
+    for node in ast.walk(expr):
+        if isinstance(node, ast.VectorAggregation) and node.op == "sum":
+            inner = node.expr
+            if isinstance(inner, ast.RangeAggregation) and inner.grouping is None and inner.op in ADDITIVE_OPS:
+                enclosing[id(inner)] = node.grouping or ast.Grouping(without=False, labels=())
+    policies: dict[int, ErrorPolicy] = {}
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.RangeAggregation):
+            continue
+        grouping = node.grouping if node.grouping is not None else enclosing.get(id(node))
+        read = _read_labels(node.range)
+        if node.op == "absent_over_time" or (grouping is not None and not grouping.without
+                                             and not grouping.labels):
+            policies[id(node)] = ErrorPolicy(parsers_idle=not read, keep_parser_errors="__error__" in read)
+        elif grouping is not None and not grouping.without and grouping.labels:
+            observed = read | set(grouping.labels)
+            policies[id(node)] = ErrorPolicy(keep_parser_errors="__error__" in observed)
+    return policies
+
+
+def _read_labels(log_range: ast.LogRange) -> set[str]:
+    """The labels the pipeline's stages and unwrap read (the reference's required label names)."""
+    names: set[str] = set()
+    for stage in log_range.query.stages:
+        if isinstance(stage, ast.LabelFilter):
+            names |= _filter_names(stage)
+        elif isinstance(stage, ast.LineFormat):
+            names |= _template_fields(stage.template)
+        elif isinstance(stage, ast.LabelFormat):
+            for op in stage.ops:
+                names |= _template_fields(op.src) if op.is_template else {op.src}
+    if log_range.unwrap is not None:
+        names.add(log_range.unwrap.label)
+        for post in log_range.unwrap.post_filters:
+            names |= _filter_names(post)
+    return names
+
+
+def _template_fields(template: str) -> set[str]:
+    return {field for action in _TEMPLATE_ACTION.findall(template) for field in _TEMPLATE_FIELD.findall(action)}
 
 
 def series_label_hints(expr: object) -> dict[int, frozenset[str]]:
