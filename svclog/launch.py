@@ -124,10 +124,11 @@ def start(cfg: Config) -> dict:
 
 
 def hosts_backend(cfg: Config) -> bool:
-    """Does this start host its backend parts in one process? A single-process start (`-target=all`,
-    one ruler) does: each would otherwise be a Ray worker of ~130 MB doing little. Scalable targets
-    keep one actor per component, placed on the node types that advertise them."""
-    return cfg.targets() == frozenset({"all"}) and not needs_ruler_ring(cfg)
+    """Does this start host its backend parts in one process? A local single-node start (`-target=all`,
+    one ruler, no cluster to join) does: each would otherwise be a Ray worker of ~130 MB doing little.
+    Scalable targets and cluster starts keep one actor per component, placed on the node types that
+    advertise them."""
+    return cfg.targets() == frozenset({"all"}) and not needs_ruler_ring(cfg) and not cfg.ray.address
 
 
 def backend_parts(cfg: Config, wanted: frozenset[str] | set[str]) -> list[HostedPart]:

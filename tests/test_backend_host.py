@@ -130,3 +130,5 @@ def test_only_a_single_process_start_hosts_its_backend(tmp_path):
     assert not hosts_backend(scaled)
     two_rulers = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.num-rulers=2"])
     assert not hosts_backend(two_rulers)
+    joined = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.address=auto"])
+    assert not hosts_backend(joined)  # cluster.yaml's backend node type hosts the components
