@@ -92,10 +92,8 @@ class TenantInstance:
             if stream is None:
                 stream = self.streams[data.labels] = MemoryStream(data.labels, now_ns)
             raw = data.raw_bytes()
-            ts = part.column(0)
-            bounds = pc.min_max(ts)
-            stream.append(part, bounds["min"].as_py(), bounds["max"].as_py(), raw, now_ns,
-                          shared=len(streams) > 1 or isinstance(data, BatchStream))
+            low, high = data.ts_bounds() if isinstance(data, BatchStream) else (min(data.ts), max(data.ts))
+            stream.append(part, low, high, raw, now_ns, shared=len(streams) > 1 or isinstance(data, BatchStream))
             if self.chunk_target_size and stream.head.raw_bytes >= self.chunk_target_size:
                 stream.cut()  # as the reference: a full chunk is cut on append, not at the next flush tick
             lines += len(data)

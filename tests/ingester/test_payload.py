@@ -92,3 +92,11 @@ def test_partly_rate_limited_batch_stream_keeps_the_prefix_that_fits(tmp_path):
 
 def test_magic_cannot_be_an_old_size():
     assert struct.unpack("<Q", payload._MAGIC)[0] > 1 << 56
+
+
+def test_empty_streams_and_pushes_decode():
+    tenant, back = decode_batch(encode_batch("t", []))
+    assert (tenant, back) == ("t", [])
+    _, back = decode_batch(encode_batch("t", [_stream("a", [5, 3], ["xy", "z"]), _stream("b", [], []),
+                                             _stream("c", [9], ["é"])]))
+    assert [(len(s), s.raw_bytes(), s.bounds) for s in back] == [(2, 3, (3, 5)), (0, 0, None), (1, 2, (9, 9))]
