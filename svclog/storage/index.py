@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from svclog.model import Labels, Matcher, labels_match
 from svclog.storage import schema
@@ -110,7 +110,11 @@ def table_to_bytes(table: pa.Table) -> bytes:
 
 
 class _Segment:
-    """A decoded index segment: its table plus the distinct streams in it."""
+    """A decoded index segment: its table, the distinct streams in it, and per selector (matchers
+    and shard) which rows belong to matching streams. Segments are immutable and cached, and a
+    query asks for the same selector once per time window, so that answer is kept (bounded)."""
+
+    MAX_SELECTORS = 64
 
     def __init__(self, table: pa.Table):
         self.table = table
@@ -120,6 +124,45 @@ class _Segment:
         for fp, text in zip(fps, texts):
             if fp not in self.streams:
                 self.streams[fp] = decode_labels(text)
+        self._fingerprints = table.column("fingerprint").to_numpy()
+        self._min_ts = table.column("min_ts").to_numpy()
+        self._max_ts = table.column("max_ts").to_numpy()
+        self._selected: OrderedDict[tuple, np.ndarray | None] = OrderedDict()
+        self._refs: list[ChunkRef] | None = None
+        self._lock = threading.Lock()
+
+    def matching_rows(self, matchers: tuple[Matcher, ...], shard: tuple[int, int] | None) -> np.ndarray | None:
+        """Row mask of the chunks of streams matching the selector; None when no stream matches."""
+        key = (matchers, shard)
+        with self._lock:
+            if key in self._selected:
+                self._selected.move_to_end(key)
+                return self._selected[key]
+        wanted = [fp for fp, labels in self.streams.items()
+                  if labels_match(labels, matchers) and (shard is None or fp % shard[1] == shard[0])]
+        rows = np.isin(self._fingerprints, np.array(wanted, dtype=np.uint64)) if wanted else None
+        with self._lock:
+            self._selected[key] = rows
+            while len(self._selected) > self.MAX_SELECTORS:
+                self._selected.popitem(last=False)
+        return rows
+
+    def refs(self, rows: np.ndarray, start: int, end: int) -> list[ChunkRef]:
+        """The selected rows' chunks overlapping [start, end)."""
+        hit = np.flatnonzero(rows & (self._min_ts < end) & (self._max_ts >= start))
+        if not len(hit):
+            return []
+        all_refs = self._all_refs()
+        return [all_refs[i] for i in hit.tolist()]
+
+    def _all_refs(self) -> list[ChunkRef]:
+        """Every row as a ChunkRef, built once (refs are immutable, and queries ask again and again)."""
+        if self._refs is None:
+            self._refs = [ChunkRef(self.streams[row["fingerprint"]], row["fingerprint"], row["key"], row["min_ts"],
+                                   row["max_ts"], row["entries"], row["bytes"], row["compressed"],
+                                   row.get("sealed_ns") or 0)
+                          for row in self.table.to_pylist()]
+        return self._refs
 
 
 class IndexReader:
@@ -205,19 +248,11 @@ class IndexReader:
         matchers = tuple(matchers)
         found: dict[Labels, dict[str, ChunkRef]] = {}
         for seg in self.segments(tenant, start, end):
-            wanted = {fp for fp, labels in seg.streams.items()
-                      if labels_match(labels, matchers) and (shard is None or fp % shard[1] == shard[0])}
-            if not wanted:
+            rows = seg.matching_rows(matchers, shard)
+            if rows is None:
                 continue
-            table = seg.table
-            mask = pc.and_(pc.less(table.column("min_ts"), end), pc.greater_equal(table.column("max_ts"), start))
-            mask = pc.and_(mask, pc.is_in(table.column("fingerprint"), pa.array(sorted(wanted), pa.uint64())))
-            rows = table.filter(mask).to_pylist()
-            for row in rows:
-                labels = seg.streams[row["fingerprint"]]
-                found.setdefault(labels, {})[row["key"]] = ChunkRef(
-                    labels, row["fingerprint"], row["key"], row["min_ts"], row["max_ts"],
-                    row["entries"], row["bytes"], row["compressed"], row.get("sealed_ns") or 0)
+            for ref in seg.refs(rows, start, end):
+                found.setdefault(ref.labels, {})[ref.key] = ref
         return {labels: sorted(refs.values(), key=lambda r: r.min_ts) for labels, refs in found.items()}
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> set[Labels]:
