@@ -109,11 +109,12 @@ def quantile(q: float, values: np.ndarray) -> float:
         return -np.inf
     if q > 1:
         return np.inf
-    ordered = np.sort(values)
-    rank = q * (len(ordered) - 1)
+    rank = q * (len(values) - 1)
     lower = int(np.floor(rank))
-    upper = min(lower + 1, len(ordered) - 1)
+    upper = min(lower + 1, len(values) - 1)
     weight = rank - lower
+    # only the two ranks matter: a partial sort puts them in place (NaN orders last either way)
+    ordered = np.partition(values, [lower, upper]) if len(values) > 64 else np.sort(values)
     return float(ordered[lower] * (1 - weight) + ordered[upper] * weight)
 
 

@@ -146,13 +146,18 @@ def _simple_durations_ns(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         ok &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
     if not ok.any() or len(data) == 0:
         return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
-    starts, top = offsets[:-1], len(data) - 1
+    width = int(lengths[ok].max())
+    lengths = np.where(ok, lengths, 0)
+    cols = np.arange(width)
+    # the rows' bytes column by column (0 past a row's end), one gather for all of them
+    index = np.minimum(offsets[:-1] + cols[:, None], len(data) - 1)
+    text = np.where(cols[:, None] < lengths, data[index], 0).astype(np.uint8)
+    rows = np.arange(n)
 
-    def byte(pos: np.ndarray) -> np.ndarray:  # the byte at each row's offset `pos` (0 outside the row)
-        inside = ok & (pos >= 0) & (pos < lengths)
-        return np.where(inside, data[np.clip(starts + pos, 0, top)], 0)
+    def back(k: int) -> np.ndarray:  # the k-th byte from each row's end (0 before its start)
+        return np.where(lengths > k, text[np.maximum(lengths - 1 - k, 0), rows], 0)
 
-    b1, b2, b3 = byte(lengths - 1), byte(lengths - 2), byte(lengths - 3)
+    b1, b2, b3 = back(0), back(1), back(2)
     unit_ns = np.zeros(n, dtype=np.int64)
     unit_len = np.ones(n, dtype=np.int64)
     unit_ns[b1 == ord("h")] = 3600 * 10**9
@@ -167,7 +172,7 @@ def _simple_durations_ns(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         unit_ns[hit], unit_len[hit] = 1_000, 3
     ok &= unit_ns > 0
     number_end = lengths - unit_len  # the number is the row's bytes [start, number_end)
-    first = byte(np.zeros(n, dtype=np.int64))
+    first = text[0]
     start = ((first == ord("+")) | (first == ord("-"))).astype(np.int64)
     whole = np.zeros(n, dtype=np.int64)
     frac = np.zeros(n, dtype=np.int64)
@@ -176,7 +181,7 @@ def _simple_durations_ns(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     dots = np.zeros(n, dtype=np.int64)
     for col in range(int(number_end[ok].max(initial=0))):  # one column of bytes at a time
         in_number = ok & (col >= start) & (col < number_end)
-        value = byte(np.full(n, col)).astype(np.int64) - ord("0")
+        value = text[col].astype(np.int64) - ord("0")
         digit = in_number & (value >= 0) & (value <= 9)
         dot = in_number & (value == ord(".") - ord("0"))
         ok &= ~in_number | digit | dot

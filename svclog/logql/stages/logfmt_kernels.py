@@ -16,6 +16,7 @@ Lines failing (1) go to the slower exact kernels of logfmt_parser, or to the sca
 """
 from __future__ import annotations
 
+import functools
 import re
 
 _WS = r"\x00-\x20"  # the decoder's separators (a class body)
@@ -63,6 +64,7 @@ def _pair(key_pattern: str, quoted: str) -> str:
     return f'{key_pattern}(?:=(?:"{quoted}"|{_BARE}*))?'
 
 
+@functools.lru_cache(maxsize=256)  # built once per key, used per block
 def single_token_pattern(key: str) -> str:
     """See the module docstring, step 1 (`key` must be a clean key)."""
     esc = re.escape(key)
@@ -81,6 +83,7 @@ def value_at_start_pattern(key: str) -> str:
     return f"^{re.escape(key)}={_VALUE}"
 
 
+@functools.lru_cache(maxsize=256)  # built once per key, used per block
 def no_token_pattern(key: str) -> str:
     """A plain line none of whose tokens is `key=...` (the key's value is absent)."""
     pair = f"(?:{_pair(_other_key(key), f'[^{_NOT_QUOTED}]*')}|{re.escape(key)})"
