@@ -369,3 +369,16 @@ def test_ingester_replication_factor_wins_over_common(tmp_path: Path, yaml_text:
     assert replication_factor(cfg) == expected
     assert cfg.ingester.lifecycler.ring.replication_factor == expected
     assert cfg.ray.num_ingesters == expected
+
+
+def test_printed_config_hides_store_secrets(tmp_path):
+    """/config prints secrets as the reference does: `********` when set, the URL's password hidden."""
+    path = tmp_path / "s3.yaml"
+    path.write_text("storage_config:\n  aws:\n    s3: s3://AKID:hunter2@us-east-1/bucket\n"
+                    "    access_key_id: AKID\n    secret_access_key: hunter2\n")
+    printed = config_to_yaml(load_config(str(path)))
+    assert "hunter2" not in printed
+    assert "secret_access_key: '********'" in printed and "session_token: ''" in printed
+    assert "s3://AKID:********@us-east-1/bucket" in printed
+    assert "access_key_id: AKID" in printed  # not a secret in the reference either
+    assert "hunter2" not in config_to_yaml(load_config(str(path)), "diffs")

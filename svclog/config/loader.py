@@ -3,6 +3,7 @@ import os
 import re
 import threading
 import time
+import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -91,7 +92,34 @@ def config_to_yaml(cfg: Config, mode: str | None = None) -> str:
         tree = encode(cfg)
     else:
         raise ConfigError(f"invalid config mode {mode!r}: expected 'diffs' or 'defaults'")
-    return yaml.safe_dump(tree, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return yaml.safe_dump(_mask_secrets(tree), sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+# Printed as the reference prints its secret-typed fields: `********` when set, "" when not; a store
+# URL keeps its user and hides its password.
+SECRET_KEYS = frozenset({"secret_access_key", "session_token"})
+SECRET_MASK = "********"
+
+
+def _mask_secrets(tree: object) -> object:
+    if isinstance(tree, dict):
+        return {key: _masked(key, value) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_mask_secrets(item) for item in tree]
+    return tree
+
+
+def _masked(key: object, value: object) -> object:
+    if key in SECRET_KEYS and isinstance(value, str):
+        return SECRET_MASK if value else ""
+    if key == "s3" and isinstance(value, str) and "://" in value:
+        parts = urllib.parse.urlsplit(value)
+        if parts.password is not None:
+            netloc = f"{parts.username or ''}:{SECRET_MASK}@{parts.hostname or ''}"
+            netloc += f":{parts.port}" if parts.port else ""
+            return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+        return value
+    return _mask_secrets(value)
 
 
 # ---------------------------------------------------------------- per-tenant overrides
