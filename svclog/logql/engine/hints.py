@@ -14,10 +14,10 @@ read later (`parser_labels`). Queries of any other shape run without hints.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from svclog.logql import ast
+from svclog.logql.template import Template, TemplateError
 
 ADDITIVE_OPS = frozenset({"count_over_time", "rate", "bytes_over_time", "bytes_rate", "sum_over_time"})
 HINTED_PARSERS = (ast.LogfmtParser, ast.JsonParser)
@@ -25,8 +25,6 @@ ALL_PARSERS = (ast.LogfmtParser, ast.JsonParser, ast.RegexpParser, ast.PatternPa
 ERROR_LABELS = frozenset({"__error__", "__error_details__"})
 # The errors the reference's parsers mark as wanted (`__preserve_error__`) when the query reads `__error__`
 PARSER_ERRORS = frozenset({"JSONParserErr", "LogfmtParserErr"})
-_TEMPLATE_ACTION = re.compile(r"\{\{(.*?)\}\}", re.S)
-_TEMPLATE_FIELD = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,12 @@ def _read_labels(log_range: ast.LogRange) -> set[str]:
 
 
 def _template_fields(template: str) -> set[str]:
-    return {field for action in _TEMPLATE_ACTION.findall(template) for field in _TEMPLATE_FIELD.findall(action)}
+    """Labels a template reads by name (the reference lists its field nodes); an invalid template
+    reads none here: its stage reports the error when the query runs."""
+    try:
+        return set(Template.parse(template).referenced_labels())
+    except TemplateError:
+        return set()
 
 
 def series_label_hints(expr: object) -> dict[int, frozenset[str]]:
