@@ -126,21 +126,14 @@ class FiltersFirst:
 
     def __init__(self, parser: StageProcessor, filters: list[StageProcessor], names: frozenset[str]):
         self.parser = parser
-        self.filters = filters
+        self.filters = Pipeline(filters)
         self.names = names
 
     def process(self, batch: LogBatch) -> LogBatch:
         if self.names <= set(batch.origin.names()):
-            batch = self._filter(batch)
+            batch = self.filters.process(batch)
             return self.parser.process(batch) if len(batch) else batch
-        return self._filter(self.parser.process(batch))
-
-    def _filter(self, batch: LogBatch) -> LogBatch:
-        for processor in self.filters:
-            if len(batch) == 0:
-                break
-            batch = processor.process(batch)
-        return batch
+        return self.filters.process(self.parser.process(batch))
 
 
 _HINTED: dict[type, Callable[..., StageProcessor]] = {ast.LogfmtParser: LogfmtParserStage,
