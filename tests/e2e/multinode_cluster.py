@@ -64,18 +64,25 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_ready(url: str, deadline: float) -> None:
-    last = ""
+def retry_until(send, status: int, deadline: float, pause: float) -> str:
+    """Send until the answer has `status`; "" then, else (at the deadline) the last answer or error."""
+    last = "no attempt"
     while time.time() < deadline:
         try:
-            resp = httpx.get(url + "/ready", timeout=2)
-            if resp.status_code == 200:
-                return
+            resp = send()
+            if resp.status_code == status:
+                return ""
             last = f"{resp.status_code} {resp.text[:200]}"
         except httpx.HTTPError as err:
             last = repr(err)
-        time.sleep(0.5)
-    raise TimeoutError(f"svclog did not become ready: {last}")
+        time.sleep(pause)
+    return last
+
+
+def wait_ready(url: str, deadline: float) -> None:
+    last = retry_until(lambda: httpx.get(url + "/ready", timeout=2), 200, deadline, 0.5)
+    if last:
+        raise TimeoutError(f"svclog did not become ready: {last}")
 
 
 def agent_ports() -> dict:
@@ -191,17 +198,9 @@ class Writer:
 
 def _flush(url: str, deadline: float) -> None:
     """POST /flush until every ingester answered (a restarting one answers 503 meanwhile)."""
-    last = ""
-    while time.time() < deadline:
-        try:
-            resp = httpx.post(url + "/flush", timeout=60)
-            if resp.status_code == 204:
-                return
-            last = f"{resp.status_code} {resp.text[:200]}"
-        except httpx.HTTPError as err:
-            last = repr(err)
-        time.sleep(1)
-    raise TimeoutError(f"flush kept failing: {last}")
+    last = retry_until(lambda: httpx.post(url + "/flush", timeout=60), 204, deadline, 1)
+    if last:
+        raise TimeoutError(f"flush kept failing: {last}")
 
 
 def _entries(data: dict) -> set[int]:
