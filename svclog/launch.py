@@ -28,6 +28,7 @@ from svclog.actors.ring_actor import RemoteRing, RingActor
 from svclog import targets
 from svclog.config import Config, replication_factor
 from svclog.serve.deployments import GATEWAY_MAX_ONGOING, build_application, scaling
+from svclog.serve.port_holder import PortHolder
 from svclog.serve.standby import standby_application
 from svclog.serve.runtime import clear_log_level, mark_started
 
@@ -47,6 +48,14 @@ def connect(cfg: Config) -> None:
             # instance (a dev server beside the tests) would fail to start on them
             os.environ.setdefault("RAY_SERVE_HAPROXY_METRICS_PORT", str(_free_port()))
             os.environ.setdefault("RAY_SERVE_HAPROXY_STATS_PORT", str(_free_port()))
+            # HAProxy's backup server for a route with no replica up is Serve's fallback proxy,
+            # on a fixed port that every local cluster's proxy binds with SO_REUSEPORT: the kernel
+            # then spreads this instance's requests over other instances' services (seen: a push
+            # to one svclog acknowledged by another during a start). One port per instance.
+            os.environ.setdefault("RAY_SERVE_FALLBACK_PROXY_HTTP_PORT", str(_free_port()))
+            os.environ.setdefault("RAY_SERVE_FALLBACK_PROXY_GRPC_PORT", str(_free_port()))
+            # HAProxy shares the port with the start's PortHolder (svclog/serve/port_holder.py)
+            os.environ.setdefault("SERVE_SOCKET_REUSE_PORT_ENABLED", "1")
     # Serve replicas run our handlers on their own event loop, so a WebSocket send awaits the
     # HTTP server's flow control; on the default separate user thread every send lands in an
     # unbounded queue and a tail client that stops reading grows the gateway without limit.
@@ -84,6 +93,7 @@ def start(cfg: Config) -> dict:
     Every process shares the ring (a named actor, created by whoever comes first); the
     other components of the scalable modes are found by name when first needed.
     """
+    holder = hold_port(cfg)  # 503 + Retry-After from the first moment, before Ray starts
     connect(cfg)
     wanted = targets.components(cfg.targets())
     name, prefix = targets.app_name_and_prefix(cfg.targets())
@@ -107,16 +117,21 @@ def start(cfg: Config) -> dict:
                     for i in range(max(1, cfg.ray.num_queriers))]
     # The actors boot (each Python worker spends seconds importing) while Serve starts: named actors
     # are registered when created, so whoever looks one up by name waits for it, never misses it.
-    open_http(cfg, name, prefix)
+    if holder is None:
+        open_http(cfg, name, prefix)
+    else:  # the holder answers 503 until the gateway is routed: no standby replica to start
+        start_http(cfg)
     num_queriers = max(1, cfg.ray.num_queriers)
     overlap = single_gateway(cfg)
     if overlap:  # the gateway starts beside the actors too, answering 503 until they all run
         mark_started(False)
         serve.run(build_application(cfg, num_queriers, starting=True), name=name, route_prefix=prefix,
                   blocking=False)
+        hand_over_port(holder)
     ray.get([actor.ready.remote() for actor in (ring, *ingesters, *queriers, *backends)])
     if not overlap:  # replicas elsewhere: deployed in place of the standby once everything runs
         serve.run(build_application(cfg, num_queriers), name=name, route_prefix=prefix, blocking=False)
+        hand_over_port(holder)
     log.info("svclog (%s) serving on http://%s:%d%s", cfg.target, cfg.server.http_listen_address,
              cfg.server.http_listen_port, prefix)
     return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name,
@@ -173,12 +188,70 @@ def start_backends(cfg: Config, wanted: frozenset[str] | set[str]) -> list:
 
 
 def open_http(cfg: Config, name: str, prefix: str) -> None:
-    """Start Serve's HTTP entry with the standby application on our route: from the moment the port
-    opens (before the actors, whose start can take a WAL replay) every route answers 503 with
-    Retry-After, never the 404 of an empty route table that shippers would not retry."""
+    """Start Serve's HTTP entry with the standby application on our route (when no PortHolder holds
+    the port): once the route exists every request answers 503 with Retry-After; between the port
+    opening and the route, Serve's entry answers 404."""
+    start_http(cfg)
+    serve.run(standby_application("starting"), name=name, route_prefix=prefix, blocking=False)
+
+
+def start_http(cfg: Config) -> None:
     serve.start(http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
                 logging_config={"log_level": "WARNING", "enable_access_log": False})
-    serve.run(standby_application("starting"), name=name, route_prefix=prefix, blocking=False)
+
+
+def hold_port(cfg: Config) -> PortHolder | None:
+    """A local start holds its HTTP port (503 + Retry-After) until Serve routes to the gateway. A
+    start that joins a cluster does not: Serve's entry may run on another node."""
+    if cfg.ray.address or ray.is_initialized():
+        return None
+    holder = PortHolder(cfg.server.http_listen_address, cfg.server.http_listen_port)
+    return holder if holder.open() else None
+
+
+ROUTED_TIMEOUT_S = 60.0
+ROUTED_POLL_S = 0.05
+
+
+def hand_over_port(holder: PortHolder | None, timeout_s: float = ROUTED_TIMEOUT_S) -> None:
+    """Release the port to Serve once its entry routes to a gateway replica: HAProxy's stats list
+    a replica of the route as a live server (the fallback proxy, a backup, does not count).
+    Without HAProxy, Serve's proxy learns the route within moments of `serve.run` returning."""
+    if holder is None:
+        return
+    deadline = time.monotonic() + timeout_s
+    stats_port = os.environ.get("RAY_SERVE_HAPROXY_STATS_PORT") if os.environ.get("RAY_SERVE_ENABLE_HA_PROXY") == "1" else None
+    if stats_port is None:
+        time.sleep(1.0)
+    else:
+        while time.monotonic() < deadline and not haproxy_routes_a_replica(int(stats_port)):
+            time.sleep(ROUTED_POLL_S)
+        if time.monotonic() >= deadline:
+            log.warning("start: HAProxy lists no gateway replica after %gs; releasing the port anyway", timeout_s)
+    holder.release()
+
+
+HAPROXY_OWN_PROXIES = frozenset({"stats", "prometheus", "default_backend", "http_frontend", "grpc_frontend",
+                                 "grpc_fallback_backend"})
+
+
+def haproxy_routes_a_replica(stats_port: int) -> bool:
+    """Does HAProxy's stats page list an application backend with a non-backup server UP?"""
+    import csv
+    import io
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{stats_port}/stats;csv", timeout=1) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return False
+    return any_replica_up(list(csv.DictReader(io.StringIO(text.lstrip("# ")))))
+
+
+def any_replica_up(rows: list[dict]) -> bool:
+    return any(row.get("pxname") not in HAPROXY_OWN_PROXIES and row.get("svname") not in ("FRONTEND", "BACKEND")
+               and row.get("bck") == "0" and (row.get("status") or "").startswith("UP") for row in rows)
 
 
 def needs_ruler_ring(cfg: Config) -> bool:
