@@ -279,8 +279,17 @@ class HostedFrontend:
                 return reply
         return ErrorReply.of(Unavailable(f"no querier could answer: {type(last).__name__}"))
 
-    async def metadata(self, method: str, *args):
-        return await self._call(method, *args)
+    async def metadata(self, method: str, tenants, *args):
+        """Series, labels, label values, index stats and volume under the same deadline as a query
+        (the strictest tenant's query_timeout): past it the wait stops and the answer is a 504
+        naming the timeout."""
+        limits = self.limits(tenants)
+        if limits.deadline is None:
+            return await self._call(method, tenants, *args)
+        try:
+            return await asyncio.wait_for(self._call(method, tenants, *args), max(0.0, limits.deadline - time.time()))
+        except (asyncio.TimeoutError, TimeoutError):
+            return ErrorReply.of(timeout_error(limits.timeout_ns))
 
 
 @serve.ingress(app)
