@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from svclog.distributor.level_detection import LevelSettings, detect_levels
 from svclog.distributor.quorum import quorum_size
 from svclog.distributor.ratelimit import RateLimiter
 from svclog.distributor.validate import ValidationLimits, ValidationReport
@@ -129,6 +130,7 @@ class Distributor:
         self._check_blocked(limits)
         given = [s if isinstance(s, StreamColumns) else StreamColumns.from_push(s) for s in streams]
         columns, report = validate_columns(given, validation_limits(limits), time.time_ns())
+        columns = detect_levels(columns, LevelSettings.from_limits(limits))  # detected_level metadata
         size = sum(c.raw_bytes() for c in columns)
         rate = self.ingestion_rate(limits)
         if not self.rate_limiter.allow(tenant, size, rate, limits.ingestion_burst_size_mb * MB):
