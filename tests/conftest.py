@@ -26,6 +26,39 @@ class Service:
         return ray.get(self.handles["ingesters"][index].pid.remote(), timeout=60)
 
 
+class StartPoller:
+    """Polls /ready and a push every 50 ms from before the start until stopped: the statuses seen."""
+
+    def __init__(self, url: str):
+        import collections
+        import threading
+
+        self.url, self.seen, self.done = url, collections.Counter(), threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        import httpx
+
+        body = '{"streams": [{"stream": {"app": "start-poller"}, "values": [["%d", "x"]]}]}'
+        with httpx.Client(timeout=5, headers={"X-Scope-OrgID": "start-poller"}) as client:
+            while not self.done.is_set():
+                for method, path, content in (("GET", "/ready", None),
+                                              ("POST", "/loki/api/v1/push", body % time.time_ns())):
+                    try:
+                        status = client.request(method, self.url + path, content=content,
+                                                headers={"Content-Type": "application/json"}).status_code
+                    except httpx.HTTPError:
+                        status = "refused"
+                    self.seen[(path, status)] += 1
+                time.sleep(0.05)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(10)
+        return dict(self.seen)
+
+
 class Receiver:
     """A real HTTP endpoint recording POSTs: stands in for Alertmanager and a remote-write target."""
 
@@ -88,8 +121,9 @@ def svc(tmp_path_factory, receiver):
         "-pattern-ingester.enabled=true",  # push -> tee -> pattern actor -> /patterns (e2e/test_patterns.py)
     ])
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
-    handles = topology.start(cfg)
     url = f"http://127.0.0.1:{port}"
+    poller = StartPoller(url)  # what a shipper would see during the start (tests/e2e/test_start_window.py)
+    handles = topology.start(cfg)
     deadline = time.time() + 120
     while time.time() < deadline:
         try:
@@ -100,7 +134,9 @@ def svc(tmp_path_factory, receiver):
         time.sleep(0.5)
     else:
         pytest.fail("svclog did not become ready within 120 s")
-    yield Service(url, cfg, handles)
+    service = Service(url, cfg, handles)
+    service.start_statuses = poller.stop()
+    yield service
     import ray
     from ray import serve
 

@@ -4,8 +4,9 @@ The outside tester's wedge: a `{env=~".+"} | logfmt` log query with limit=100000
 every line becomes its own stream timed out, its abandoned copies kept every querier slot busy and
 every later query of every tenant answered 504 until a restart. Here the heavy tenant has a 1 s
 query_timeout (runtime overrides file): four such queries at once must answer 504 naming that
-timeout after about a second, the queriers must drop the abandoned work at once, and another
-tenant's query must then answer in its normal time.
+timeout after about a second, the queriers must drop the abandoned work at once, another
+tenant's query must then answer in its normal time, and the queriers' memory must fall back
+towards what it was before the heavy queries.
 """
 from __future__ import annotations
 
@@ -54,6 +55,15 @@ def _query(svc, tenant: str, query: str, start: int, end: int, limit: int) -> tu
     return resp.status_code, resp.text, time.perf_counter() - began
 
 
+def _querier_rss(svc) -> int:
+    """Resident bytes of the querier processes together (same machine: /proc)."""
+    total = 0
+    for pid in ray.get([q.pid.remote() for q in svc.handles["queriers"]], timeout=30):
+        with open(f"/proc/{pid}/status") as f:
+            total += next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
+    return total
+
+
 def _running(svc) -> tuple[int, list[list[int]]]:
     stats = ray.get(_scheduler().stats.remote(), timeout=30)
     per_querier = ray.get([q.running_tickets.remote() for q in svc.handles["queriers"]], timeout=30)
@@ -86,6 +96,7 @@ def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc, heavy):
 
     status, body, normal = light()
     assert status == 200 and len(json.loads(body)["data"]["result"][0]["values"]) == 50, body
+    idle = _querier_rss(svc)
 
     heavy: list[tuple[int, str, float]] = []
     threads = [threading.Thread(target=lambda: heavy.append(
@@ -93,8 +104,10 @@ def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc, heavy):
     busy: list[int] = []  # querier slots seen running heavy work while the queries were in flight
     for t in threads:
         t.start()
+    peak = idle
     while any(t.is_alive() for t in threads):
         busy.append(sum(len(r) for r in _running(svc)[1]))
+        peak = max(peak, _querier_rss(svc))
         time.sleep(0.1)
     for t in threads:
         t.join(timeout=120)
@@ -122,6 +135,16 @@ def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc, heavy):
     status, body, took = light()
     assert status == 200, body
     assert took < max(2.0, 5 * normal), f"light query took {took:.2f}s after the heavy ones (normal {normal:.3f}s)"
+
+    # and the abandoned work's memory is freed: the queriers fall back to at most half of what the
+    # heavy queries added (allocators keep some pages a while; the wedge kept it all for good)
+    mib = 1 << 20
+    began, after = time.time(), _querier_rss(svc)
+    while time.time() < began + 10 and after > idle + (peak - idle) / 2 + 64 * mib:
+        time.sleep(0.5)
+        after = _querier_rss(svc)
+    print(f"querier RSS: idle {idle / mib:.0f} MiB, peak {peak / mib:.0f} MiB, after {after / mib:.0f} MiB")
+    assert after <= idle + (peak - idle) / 2 + 64 * mib, (idle, peak, after)
 
 
 def test_a_client_that_disconnects_stops_its_query_on_the_queriers(svc, heavy):
