@@ -80,7 +80,9 @@ class WAL:
         tmp = self.dir / f"checkpoint-{covered}.tmp"
         with open(tmp, "wb") as handle:
             payload = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
-            handle.write(_HEADER.pack(len(payload), zlib.crc32(payload)) + payload)
+            # two writes: joining header and payload copied the whole snapshot once more
+            handle.write(_HEADER.pack(len(payload), zlib.crc32(payload)))
+            handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.dir / f"checkpoint-{covered}")

@@ -152,3 +152,44 @@ def test_pushes_go_on_while_a_checkpoint_is_written(parts):
     ing.close()
     again = _ingester(tmp, chunks)
     assert sorted(again.select("t1", (APP_A,), 0, 10)[0][1].column("ts").to_pylist()) == [1, 2]
+
+
+class _DepthLock:
+    """An RLock that records when no thread holds it any more (depth back to 0)."""
+
+    def __init__(self, events: list):
+        import threading
+
+        self._lock, self._depth, self.events = threading.RLock(), 0, events
+
+    def acquire(self, *args, **kwargs):
+        got = self._lock.acquire(*args, **kwargs)
+        if got:
+            self._depth += 1
+        return got
+
+    def release(self):
+        self._depth -= 1
+        if self._depth == 0:
+            self.events.append("free")
+        self._lock.release()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def test_the_flush_tick_lets_pushes_in_between_streams(parts):
+    # compacting or cutting every head in one lock hold stalled all pushes for the whole pass
+    tmp, _, chunks = parts
+    ing = _ingester(tmp, chunks)
+    ing.push("t1", [_stream("a", [1], ["x"]), _stream("b", [1], ["y"])])
+    events: list = []
+    for stream in ing.tenants["t1"].streams.values():
+        stream.head.compact = lambda name=stream.labels.to_dict()["app"]: events.append(name)
+    ing._lock = _DepthLock(events)
+    ing.flush()
+    compacted = [i for i, e in enumerate(events) if e != "free"]
+    assert len(compacted) == 2
+    assert "free" in events[compacted[0] + 1:compacted[1]], events
