@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ray.exceptions import RayActorError, RayError, RayTaskError
 from starlette.responses import PlainTextResponse, Response
 
-from svclog.model import SvcError
+from svclog.model import SvcError, TenantError
 from svclog.scheduler import QuerierLostError
 from svclog.storage.objstore import StoreError
 
@@ -89,7 +89,9 @@ class ErrorReply:
         raise err
 
 
-def error_response(err: Exception) -> Response:
+def error_response(err: Exception, *, line_end: str = "\n") -> Response:
+    """The error as the reference's `http.Error` writes it (push, auth, rules, deletes, admin):
+    the message and a line end."""
     mapped = as_svc_error(err)
     if mapped is not None:
         status = int(getattr(mapped, "status", 400))
@@ -99,7 +101,15 @@ def error_response(err: Exception) -> Response:
     if status == 200:
         return Response(status_code=200)
     headers = {"Retry-After": RETRY_AFTER_S} if status == 503 else None  # the client may come back soon
-    return PlainTextResponse(message + "\n", status_code=status, headers=headers)
+    return PlainTextResponse(message + line_end, status_code=status, headers=headers)
+
+
+def query_error_response(err: Exception) -> Response:
+    """An error on the query path (queries, labels, series, stats, volume, detected_*, patterns,
+    tail): the reference's query handlers write the bare message, with no line end. A missing or
+    bad tenant is refused before them, by the auth middleware's `http.Error` (with a line end)."""
+    auth = isinstance(remote_cause(err), TenantError)
+    return error_response(err, line_end="\n" if auth else "")
 
 
 async def unknown_route_response(request: object, exc: Exception) -> Response:

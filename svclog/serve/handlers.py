@@ -24,7 +24,7 @@ from svclog.scheduler.actor_path import actor_path_from_headers
 from svclog.serve import drilldown
 from svclog.serve.codecs.otlp import DEFAULT_INDEX_LABELS
 from svclog.serve.codecs.parquet import to_parquet, wants_parquet
-from svclog.serve.errors import BodyTooLarge, error_response
+from svclog.serve.errors import BodyTooLarge, error_response, query_error_response
 from svclog.serve.legacy import legacy_query_body, legacy_values_body
 from svclog.serve.query_headers import encoding_flags, query_tags, with_encoding_flags
 from svclog.serve.query_log import log_query
@@ -123,7 +123,7 @@ class Handlers:
             status, seconds = int(getattr(err, "status", 400)), time.perf_counter() - began
             telemetry.record_query(endpoint, status, seconds)
             log_query(tenants, req, status, seconds, None, tags)
-            return error_response(err)
+            return query_error_response(err)
 
     async def legacy_query(self, request: Request) -> Response:
         try:
@@ -134,7 +134,7 @@ class Handlers:
             data = await self.backend.query(tenants, req)
             return _json(legacy_query_body(data))
         except SvcError as err:
-            return error_response(err)
+            return query_error_response(err)
 
     async def labels(self, request: Request) -> Response:
         return await self._labels(request, legacy=False)
@@ -156,7 +156,7 @@ class Handlers:
             names = await self.backend.label_names(tenants, start, end, params.get("query") or None)
             return _json(legacy_values_body(names) if legacy else {"status": "success", "data": names})
         except SvcError as err:
-            return error_response(err)
+            return query_error_response(err)
 
     async def _label_values(self, request: Request, *, legacy: bool) -> Response:
         try:
@@ -167,7 +167,7 @@ class Handlers:
             values = await self.backend.label_values(tenants, name, start, end, params.get("query") or None)
             return _json(legacy_values_body(values) if legacy else {"status": "success", "data": values})
         except SvcError as err:
-            return error_response(err)
+            return query_error_response(err)
 
     async def series(self, request: Request) -> Response:
         try:
@@ -180,7 +180,7 @@ class Handlers:
             data = await self.backend.series(tenants, selectors, start, end)
             return _json({"status": "success", "data": data})
         except SvcError as err:
-            return error_response(err)
+            return query_error_response(err)
 
     async def index_stats(self, request: Request) -> Response:
         try:
@@ -193,7 +193,7 @@ class Handlers:
             _check_order(start, end)
             return _json(await self.backend.index_stats(tenants, query, start, end))
         except SvcError as err:
-            return error_response(err)
+            return query_error_response(err)
 
     async def volume(self, request: Request) -> Response:
         return await self._volume(request, ranged=False)
@@ -224,7 +224,7 @@ class Handlers:
                                              targets, validate_aggregate_by(form.get("aggregateBy")), step)
             return _json({"status": "success", "data": cap_volume_series(data, limit, max_series)})
         except SvcError as err:
-            return error_response(err)
+            return query_error_response(err)
 
     async def format_query(self, request: Request) -> Response:
         try:
@@ -266,7 +266,7 @@ class Handlers:
             form = _first_values(await read_params(request))
             return _json(await drilldown.detected_labels(self.backend, tenants, form))
         except SvcError as err:
-            return error_response(err)
+            return query_error_response(err)
 
     async def detected_fields(self, request: Request) -> Response:
         return await self._detected_fields(request, None)
@@ -282,7 +282,7 @@ class Handlers:
                                                    actor_path_from_headers(request.headers))
             return _json(body)
         except SvcError as err:
-            return error_response(err)
+            return query_error_response(err)
 
     async def drilldown_limits(self, request: Request) -> Response:
         try:
@@ -291,7 +291,7 @@ class Handlers:
                                                     pattern_ingester_enabled=self.pattern_ingester_enabled,
                                                     version=telemetry.build_info()["version"]))
         except SvcError as err:
-            return error_response(err)
+            return query_error_response(err)
 
 
 def _first_values(params) -> dict[str, str]:

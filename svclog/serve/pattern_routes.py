@@ -20,7 +20,7 @@ from svclog.model import (
     parse_timestamp,
     single_tenant,
 )
-from svclog.serve.errors import error_response
+from svclog.serve.errors import error_response, query_error_response
 from svclog.serve.request_params import read_params
 
 PATTERN_PATHS = ("/svc/api/v1/patterns", "/loki/api/v1/patterns")
@@ -53,7 +53,7 @@ def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], Any] | None
                                       "Try a positive integer")
             data = await actor.patterns.remote(tenant, list(selector.matchers), start, end, step)
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
-            return error_response(err)
+            return query_error_response(err)
         body = json.dumps({"status": "success", "data": data}, ensure_ascii=False, separators=(",", ":"))
         return Response(body.encode(), media_type="application/json")
 

@@ -34,7 +34,7 @@ from svclog.frontend.params import range_request
 from svclog.ingester.tail import DroppedEntry, MergeSettings, PollResult, TailEntry, TailMerger, tail_message
 from svclog.logql.parser import parse_log_query
 from svclog.model import NS, Labels, LimitError, SvcError, ValidationError, now_ns, parse_timestamp, single_tenant
-from svclog.serve.errors import as_svc_error, error_response
+from svclog.serve.errors import as_svc_error, query_error_response
 from svclog.serve.legacy import legacy_tail_message
 
 log = logging.getLogger("svclog")
@@ -48,7 +48,7 @@ QUEUE_BATCHES = 4  # poll answers waiting to be sent, per session: the gateway's
 RING_REFRESH_S = 5.0  # how often a session looks for ingesters that joined or left the ring
 KEEPALIVE_S = 5.0  # while the client is slow, touch the ingester subscriptions this often (they expire at 30 s)
 RETRY_S = 1.0  # pause before re-subscribing to an ingester that failed or restarted
-NEEDS_UPGRADE = "bad request: the tail endpoint speaks WebSocket only (send Connection: Upgrade, Upgrade: websocket)"
+NEEDS_UPGRADE = "Bad Request\n"  # the reference's WebSocket upgrader answers a plain GET with the status text
 
 Query = Callable[[list[str], Any], Awaitable[dict]]
 Encode = Callable[[list[TailEntry], list[DroppedEntry]], dict]
@@ -247,7 +247,7 @@ async def _until_disconnect(websocket: WebSocket) -> None:
 async def _deny(websocket: WebSocket, err: Exception) -> None:
     """Refuse before upgrading: an HTTP error response when the server allows it, else a close."""
     if "websocket.http.response" in websocket.scope.get("extensions", {}):
-        await websocket.send_denial_response(error_response(err))
+        await websocket.send_denial_response(query_error_response(err))
     else:
         mapped = as_svc_error(err)  # never an internal (Ray) error's text in the close reason
         code = 1008 if mapped is not None and int(getattr(mapped, "status", 400)) < 500 else 1011
@@ -272,8 +272,8 @@ class TailRoutes:
         try:
             self.parse(request.query_params, request.headers.get("x-scope-orgid"))
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
-            return error_response(err)
-        return PlainTextResponse(NEEDS_UPGRADE + "\n", status_code=400)
+            return query_error_response(err)
+        return PlainTextResponse(NEEDS_UPGRADE, status_code=400)
 
     async def websocket(self, websocket: WebSocket) -> None:
         try:

@@ -3,9 +3,9 @@ import asyncio
 
 import ray.exceptions as rex
 
-from svclog.model import LimitError, ParseError
+from svclog.model import LimitError, ParseError, TenantError, ValidationError
 from svclog.scheduler import QuerierLostError
-from svclog.serve.errors import ErrorReply, error_response, remote_cause
+from svclog.serve.errors import ErrorReply, error_response, query_error_response, remote_cause
 from svclog.storage.objstore import StoreError
 
 
@@ -64,3 +64,13 @@ def test_ray_errors_are_503_with_retry_after_and_no_ray_text():
         assert b"Failed to retrieve" not in resp.body and b"object" not in resp.body.lower()
     assert error_response(rex.GetTimeoutError("slow")).status_code == 504
     assert error_response(ValueError("bug")).status_code == 500
+
+
+def test_line_ends_follow_the_route_class():
+    # checked against the reference: its query handlers write the bare message (Fprint), while
+    # http.Error (push, auth, rules) ends it with a newline
+    assert query_error_response(ParseError("parse error at line 1")).body == b"parse error at line 1"
+    assert query_error_response(wrapped(ParseError("bad"))).body == b"bad"
+    assert error_response(ValidationError("invalid labels")).body == b"invalid labels\n"
+    response = query_error_response(TenantError("no org id"))  # refused by the auth layer first
+    assert (response.status_code, response.body) == (401, b"no org id\n")

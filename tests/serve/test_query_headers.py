@@ -81,8 +81,11 @@ def test_categorized_log_query_over_http(tmp_path, caplog):
     data = response.json()["data"]
     assert data["encodingFlags"] == ["categorize-labels"]
     assert data["result"] == [{"stream": {"app": "a"}, "values": [
-        [str(START + NS), '{"msg":"one"}', {"structuredMetadata": {"trace_id": "t1"}, "parsed": {"msg": "one"}}],
-        [str(START + 2 * NS), '{"msg":"two"}', {"parsed": {"msg": "two"}}],
+        # level discovery is on by default: lines without a level get detected_level=unknown at ingest
+        [str(START + NS), '{"msg":"one"}', {"structuredMetadata": {"trace_id": "t1", "detected_level": "unknown"},
+                                            "parsed": {"msg": "one"}}],
+        [str(START + 2 * NS), '{"msg":"two"}', {"structuredMetadata": {"detected_level": "unknown"},
+                                                "parsed": {"msg": "two"}}],
     ]}]
     assert any("source=grafana" in r.getMessage() and "status=200" in r.getMessage() for r in caplog.records)
 
