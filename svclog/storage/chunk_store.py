@@ -1,4 +1,5 @@
-"""Chunk store: writes sealed chunks plus their index refs; reads chunks through an LRU cache."""
+"""Chunk store: writes sealed chunks plus their index refs; reads chunks through an LRU cache.
+Concurrent reads of one uncached chunk (sub-queries of a query on one querier) make one GET."""
 from __future__ import annotations
 
 import threading
@@ -14,7 +15,7 @@ from svclog.chunk.format import BlockScan, BlockTest, ChunkData, ChunkLayout, ch
 from svclog.chunk.head import SealedChunk
 from svclog.model import Labels
 from svclog.storage import schema
-from svclog.storage.index import ChunkRef, write_index_segment
+from svclog.storage.index import ChunkRef, SingleFlight, write_index_segment
 from svclog.storage.objstore import ObjectStore
 
 
@@ -53,6 +54,7 @@ class ChunkStore:
         self._layouts: dict[str, ChunkLayout] = {}
         self._cached = 0
         self._lock = threading.Lock()
+        self._loading = SingleFlight()
 
     def put_chunks(self, tenant: str, chunks: list[tuple[Labels, SealedChunk]], writer_id: str) -> list[ChunkRef]:
         """Upload chunks, then their index refs (a ref never points at a missing chunk)."""
@@ -75,16 +77,27 @@ class ChunkStore:
         their token filter (the whole chunk is still one GET: the filters sit in its footer)."""
         data = self._get_cached(ref.key)
         if data is None:
-            began = time.perf_counter()
-            data = self.store.get(ref.key)
-            if stats is not None:
-                stats.chunks_downloaded += 1
-                stats.download_seconds += time.perf_counter() - began
-            self._put_cached(ref.key, data)
+            data = self._download(ref.key, stats)
         if stats is not None:
             stats.compressed_bytes += len(data)
         layout = self._layout(ref.key, data) if may_match is not None else None
         return decode_chunk(data, start, end, may_match, stats.blocks if stats is not None else None, layout)
+
+    def _download(self, key: str, stats: FetchStats | None) -> bytes:
+        with self._loading.gate(key):
+            try:
+                data = self._get_cached(key)  # fetched by the read this one waited for
+                if data is not None:
+                    return data
+                began = time.perf_counter()
+                data = self.store.get(key)
+                if stats is not None:
+                    stats.chunks_downloaded += 1
+                    stats.download_seconds += time.perf_counter() - began
+                self._put_cached(key, data)
+                return data
+            finally:
+                self._loading.done(key)
 
     def _layout(self, key: str, data: bytes) -> ChunkLayout:
         with self._lock:

@@ -3,12 +3,18 @@
 Each flush writes one immutable index segment (Arrow IPC) per tenant and period
 under `index/<tenant>/<period>/`; the compactor merges them. Readers list the
 segments of the periods a query spans (one LIST per period, never the tenant's whole
-prefix; once per query inside `listing_snapshot`) and cache decoded segments by key.
+prefix) and cache decoded segments by key. A period's listing is kept for
+`listing_ttl_s` and shared by every query of the process meanwhile (one LIST per
+period, not per query or sub-query); inside `listing_snapshot` a query keeps the listing
+it saw first. So a segment another process wrote is seen within `listing_ttl_s` (the
+visibility delay); one this process wrote, at once. Concurrent misses of one listing or
+segment make one request, the others wait for it.
 """
 from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -32,6 +38,9 @@ INDEX_SCHEMA = pa.schema([
     ("sealed_ns", pa.int64()),
 ])
 
+
+LISTING_TTL_S = 5.0  # how long a period's listing serves queries: the delay before other nodes' flushes show
+MAX_LISTINGS = 4096  # (tenant, period) listings kept
 
 # (store id, tenant, period) -> segment keys, while a query runs (see listing_snapshot)
 _LISTINGS: ContextVar[dict[tuple[int, str, int], list[str]] | None] = ContextVar("index_listings", default=None)
@@ -165,63 +174,142 @@ class _Segment:
         return self._refs
 
 
+@dataclass(frozen=True)
+class _Listing:
+    keys: list[str]
+    listed_at: float
+    generation: int  # the store's writes under the prefix in this process when it was listed
+
+
+class SingleFlight:
+    """One lock per key being loaded: concurrent misses of the same key wait for one request."""
+
+    def __init__(self):
+        self._locks: dict[object, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    def gate(self, key: object) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def done(self, key: object) -> None:
+        with self._lock:
+            self._locks.pop(key, None)
+
+
 class IndexReader:
     """Looks up chunk refs; caches decoded segments (they are immutable), least recently used
-    first out, up to a count and (when given) a size in decoded bytes."""
+    first out, up to a count and (when given) a size in decoded bytes, and each period's listing
+    for `listing_ttl_s` (0: list for every query)."""
 
-    def __init__(self, store: ObjectStore, max_cached_segments: int = 4096, max_cached_bytes: int | None = None):
+    def __init__(self, store: ObjectStore, max_cached_segments: int = 4096, max_cached_bytes: int | None = None,
+                 listing_ttl_s: float = LISTING_TTL_S, clock=time.monotonic):
         self.store = store
         self.max_cached = max_cached_segments
         self.max_cached_bytes = max_cached_bytes
+        self.listing_ttl_s = listing_ttl_s
+        self._clock = clock
         self._cache: OrderedDict[str, _Segment] = OrderedDict()
+        self._listings: OrderedDict[tuple[str, int | None], _Listing] = OrderedDict()
         self._lock = threading.Lock()
+        self._loading = SingleFlight()
         self.cached_bytes = 0
         self.cache_hits = 0
         self.segments_read = 0  # segment objects fetched from the store (cache misses)
+        self.listings_read = 0  # LISTs made (listing cache misses)
 
-    def _segment(self, key: str) -> _Segment | None:
+    def _cached_segment(self, key: str) -> _Segment | None:
         with self._lock:
             seg = self._cache.get(key)
             if seg is not None:
                 self._cache.move_to_end(key)
                 self.cache_hits += 1
+            return seg
+
+    def _segment(self, key: str) -> _Segment | None:
+        seg = self._cached_segment(key)
+        if seg is not None:
+            return seg
+        with self._loading.gate(key):
+            try:
+                seg = self._cached_segment(key)  # loaded by the request this one waited for
+                if seg is not None:
+                    return seg
+                try:
+                    data = self.store.get(key)
+                except FileNotFoundError:
+                    return None  # removed by the compactor between list and read
+                seg = _Segment(pa.ipc.open_file(pa.BufferReader(data)).read_all())
+                with self._lock:
+                    self.segments_read += 1
+                    if key not in self._cache:
+                        self._cache[key] = seg
+                        self.cached_bytes += seg.table.nbytes
+                    while self._cache and (len(self._cache) > self.max_cached or (
+                            self.max_cached_bytes is not None and self.cached_bytes > self.max_cached_bytes)):
+                        _, evicted = self._cache.popitem(last=False)
+                        self.cached_bytes -= evicted.table.nbytes
                 return seg
-        try:
-            data = self.store.get(key)
-        except FileNotFoundError:
-            return None  # removed by the compactor between list and read
-        seg = _Segment(pa.ipc.open_file(pa.BufferReader(data)).read_all())
-        with self._lock:
-            self.segments_read += 1
-            if key not in self._cache:
-                self._cache[key] = seg
-                self.cached_bytes += seg.table.nbytes
-            while self._cache and (len(self._cache) > self.max_cached or (
-                    self.max_cached_bytes is not None and self.cached_bytes > self.max_cached_bytes)):
-                _, evicted = self._cache.popitem(last=False)
-                self.cached_bytes -= evicted.table.nbytes
-        return seg
+            finally:
+                self._loading.done(key)
 
     def cached_segments(self) -> int:
         return len(self._cache)
+
+    def _fresh(self, slot: tuple[str, int | None], prefix: str) -> _Listing | None:
+        with self._lock:
+            entry = self._listings.get(slot)
+        if entry is None or self._clock() - entry.listed_at >= self.listing_ttl_s:
+            return None
+        return entry if entry.generation == self.store.generation(prefix) else None
+
+    def _list_cached(self, slot: tuple[str, int | None], prefix: str, list_fn, fresh: bool) -> list[str]:
+        """The prefix's listing from the cache while it is fresh, else one LIST (shared by concurrent callers)."""
+        entry = None if fresh else self._fresh(slot, prefix)
+        if entry is not None:
+            return entry.keys
+        with self._loading.gate(slot):
+            try:
+                entry = None if fresh else self._fresh(slot, prefix)  # listed by the caller this one waited for
+                if entry is not None:
+                    return entry.keys
+                generation = self.store.generation(prefix)  # before the LIST: a write meanwhile lists again
+                listed_at = self._clock()
+                keys = list_fn()
+                with self._lock:
+                    self.listings_read += 1
+                    self._listings[slot] = _Listing(keys, listed_at, generation)
+                    self._listings.move_to_end(slot)
+                    while len(self._listings) > MAX_LISTINGS:
+                        self._listings.popitem(last=False)
+                return keys
+            finally:
+                self._loading.done(slot)
 
     def _listing(self, tenant: str, period: int, fresh: bool = False) -> list[str]:
         memo = _LISTINGS.get()
         memo_key = (id(self.store), tenant, period)
         if memo is not None and not fresh and memo_key in memo:
             return memo[memo_key]
-        keys = [k for k in self.store.list(schema.index_dir(tenant, period)) if k.endswith(".arrow")]
+        prefix = schema.index_dir(tenant, period)
+        keys = self._list_cached((tenant, period), prefix, fresh=fresh, list_fn=lambda: [
+            k for k in self.store.list(prefix) if k.endswith(".arrow")])
         if memo is not None:
             memo[memo_key] = keys
         return keys
+
+    def _periods_present(self, tenant: str) -> list[int]:
+        """The tenant's periods that have an index directory (one delimited LIST, cached like a listing)."""
+        prefix = schema.index_dir(tenant, 0).rsplit("/", 1)[0]
+        names = self._list_cached((tenant, None), prefix, fresh=False,
+                                  list_fn=lambda: self.store.list_dirs(prefix))
+        return [int(p) for p in names if p.lstrip("-").isdigit()]
 
     def segments(self, tenant: str, start: int, end: int) -> Iterable[_Segment]:
         wanted = schema.periods_between(start, end)
         if len(wanted) > 32:
             # A wide range (a query over years): list the periods that exist instead of every day in it.
-            present = (int(p) for p in self.store.list_dirs(schema.index_dir(tenant, 0).rsplit("/", 1)[0])
-                       if p.lstrip("-").isdigit())
-            wanted = sorted(p for p in present if p in wanted)
+            wanted = sorted(p for p in self._periods_present(tenant) if p in wanted)
         for period in wanted:
             seen: set[str] = set()
             keys = self._listing(tenant, period)

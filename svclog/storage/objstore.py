@@ -4,6 +4,8 @@ Keys are '/'-separated paths relative to the store root. Writes are atomic: on t
 local filesystem a temporary key is written, then moved; an S3 PUT is atomic by itself.
 On S3 a write is one PUT of the object and nothing else (no `dir/` marker objects: a
 key's "directories" are only prefixes of other keys). Requests are counted by kind.
+Each write or delete bumps a process-wide generation of the key's parent prefixes, so a cache
+of listings in this process sees its own process's writes at once (`generation`).
 """
 from __future__ import annotations
 
@@ -20,6 +22,11 @@ from svclog.storage.s3 import open_s3, redact
 
 class StoreError(Exception):
     """The object store failed (unreachable, permission, missing root...)."""
+
+
+# (store root, prefix) -> writes and deletes under it by any ObjectStore of this process
+_GENERATIONS: Counter[tuple[str, str]] = Counter()
+_GENERATIONS_LOCK = threading.Lock()
 
 
 class ObjectStore:
@@ -55,6 +62,17 @@ class ObjectStore:
         with self._count_lock:
             return dict(self.requests)
 
+    def generation(self, prefix: str) -> int:
+        """How often this process wrote or deleted a key under `prefix` (a directory-like prefix)."""
+        with _GENERATIONS_LOCK:
+            return _GENERATIONS[(self.root, prefix.strip("/"))]
+
+    def _changed(self, key: str) -> None:
+        parts = key.strip("/").split("/")[:-1]
+        with _GENERATIONS_LOCK:
+            for depth in range(len(parts) + 1):
+                _GENERATIONS[(self.root, "/".join(parts[:depth]))] += 1
+
     def put(self, key: str, data: bytes) -> None:
         self._count("PUT")
         try:
@@ -71,6 +89,8 @@ class ObjectStore:
                 self.fs.move(target, key)
         except (OSError, pa.ArrowException) as err:
             raise StoreError(f"object store write {key!r} failed: {err}") from err
+        finally:
+            self._changed(key)
 
     def get(self, key: str) -> bytes:
         read = False  # S3: a GET follows the HEAD when there are bytes to read
@@ -128,6 +148,8 @@ class ObjectStore:
         except (OSError, pa.ArrowException) as err:
             raise StoreError(f"object store delete {key!r} failed: {err}") from err
         finally:
+            if deleted:
+                self._changed(key)
             if self.s3:
                 self._count("HEAD", "DELETE", "PUT") if deleted else self._count("HEAD")
             else:

@@ -33,7 +33,7 @@ def _store(tmp_path) -> tuple[ObjectStore, Labels]:
 
 def test_a_snapshot_lists_each_day_once(tmp_path):
     store, stream = _store(tmp_path)
-    reader = IndexReader(store)
+    reader = IndexReader(store, listing_ttl_s=0)  # no listing shared across queries: the snapshot alone
     before = store.request_counts().get("LIST", 0)
     for window in range(4):  # a query reading its day in four windows
         reader.chunk_refs("t", APP, 10 * DAY + window * 100, 10 * DAY + window * 100 + 100)
