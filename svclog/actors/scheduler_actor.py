@@ -4,12 +4,16 @@ An async actor: `dequeue` parks on an asyncio.Condition until work exists (or it
 and each ticket's outcome is an asyncio.Future resolved by the querier's `complete`/`fail`.
 Outcomes are opaque: pass a small result as is, or `[ray.put(result)]` to keep large Arrow
 data out of this actor (a list stops Ray from resolving the reference here).
+
+Each querier's node is looked up once per querier process (the GCS knows where a named actor
+runs) and made its consumer group, so the fair queue's turns are kept per node.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from typing import Any
 
 import ray
@@ -35,6 +39,19 @@ SCALING_PERIOD_S = 1.0  # how often the querier pool samples the load and decide
 log = logging.getLogger("svclog")
 
 
+def node_of_actor(name: str) -> str:
+    """The Ray node id of the named actor in svclog's namespace; "" when unknown (no Ray, not an actor)."""
+    if not ray.is_initialized():
+        return ""
+    try:
+        from ray._private.state import actors  # the GCS actor table (the state API needs the dashboard)
+
+        handle = ray.get_actor(name, namespace=NAMESPACE)
+        return str(actors(actor_id=handle._actor_id.hex()).get("Address", {}).get("NodeID") or "")
+    except Exception:  # noqa: BLE001 - unknown: the querier keeps the default group
+        return ""
+
+
 class TicketLost(KeyError):
     """`result` of a ticket this scheduler does not hold: already collected, or queued on a
     predecessor that restarted (the frontend queues the sub-query again)."""
@@ -55,9 +72,12 @@ def scheduler_options(cfg: Config) -> dict:
 
 
 class SchedulerActor:
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config, node_of: Callable[[str], str] = node_of_actor):
         apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         self.scheduler: Scheduler[Any] = Scheduler(scheduler_settings(cfg))
+        self._node_of = node_of
+        # (querier id, incarnation) -> the lookup of its node (one per querier process)
+        self._nodes: dict[tuple[str, str], asyncio.Task] = {}
         self._work = asyncio.Condition()
         self._outcomes: dict[int, asyncio.Future] = {}
         # the read group's autoscaling (a joined cluster with ray.max_queriers set); its loop starts
@@ -116,6 +136,7 @@ class SchedulerActor:
         """Next sub-query for this querier, waiting up to `timeout` s; None when none came."""
         self._follow_load()
         await self._settle(self.scheduler.register_querier(querier_id, incarnation))
+        await self._place(querier_id, incarnation)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         async with self._work:
@@ -128,6 +149,16 @@ class SchedulerActor:
                     await asyncio.wait_for(self._work.wait(), remaining)
                 except TimeoutError:
                     return self._next(querier_id)
+
+    async def _place(self, querier_id: str, incarnation: str) -> None:
+        """Put the querier in its node's consumer group (looked up once per process)."""
+        key = (querier_id, incarnation)
+        lookup = self._nodes.get(key)
+        if lookup is None:
+            lookup = self._nodes[key] = asyncio.create_task(asyncio.to_thread(self._node_of, querier_id))
+            for old in [k for k in self._nodes if k[0] == querier_id and k != key]:
+                del self._nodes[old]  # a restarted querier: its old process is gone
+        self.scheduler.set_group(querier_id, await asyncio.shield(lookup))
 
     def _next(self, querier_id: str) -> Assignment | None:
         assignment = self.scheduler.next_for_querier(querier_id)
@@ -156,6 +187,8 @@ class SchedulerActor:
         self.scheduler.notify_shutdown(querier_id)
 
     async def forget_querier(self, querier_id: str) -> Released:
+        for key in [k for k in self._nodes if k[0] == querier_id]:
+            del self._nodes[key]
         released = self.scheduler.forget_querier(querier_id)
         await self._settle(released)
         return released

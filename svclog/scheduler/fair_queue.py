@@ -3,7 +3,9 @@
 The tree is root -> tenant -> actor-path levels. Dequeue takes turns across tenants, then
 inside the chosen tenant across its local queue (one participant when non-empty) and its
 sub-queues, recursively per level. So with N busy actors under a tenant each gets 1/N of
-that tenant's dequeues however many requests each has queued. Deterministic, no threads.
+that tenant's dequeues however many requests each has queued. A dequeue names its consumer
+group (the querier's node): each group takes its own turns (see queue_tree), so the 1/N holds
+for each node's queriers, not only for all of them together. Deterministic, no threads.
 """
 from __future__ import annotations
 
@@ -76,12 +78,13 @@ class FairQueue(Generic[T]):
         node = self._where.pop(ticket, None)
         return node is not None and node.remove(ticket)
 
-    def dequeue(self) -> Dequeued[T] | None:
-        if not self._root.turns:
+    def dequeue(self, group: str = "") -> Dequeued[T] | None:
+        """The next item in `group`'s turns (one group: plain round-robin)."""
+        if not self._root.active:
             return None
         # how many of the served tenant's first-level queues compete for this turn (fairness metrics)
-        contenders = len(self._root.children[next(iter(self._root.turns))].turns)
-        taken = self._root.pop()
+        contenders = len(self._root.children[self._root.next_key(group)].active)
+        taken = self._root.pop(group)
         if taken is None:
             return None
         ticket, item, node = taken
@@ -99,6 +102,10 @@ class FairQueue(Generic[T]):
                 "(query_scheduler.max_outstanding_requests_per_tenant)"
             )
         return self._root.child(tenant).descend(path)
+
+    def forget_group(self, group: str) -> None:
+        """A consumer group is gone (its node left): drop its turns."""
+        self._root.forget_group(group)
 
     # ------------------------------------------------------------ reads (metrics)
 

@@ -1,9 +1,13 @@
 """`QueueNode`: one level of the hierarchical queue, with its own FIFO and round-robin over children.
 
-A node's participants are its local FIFO (when non-empty) and each non-empty child. `turns`
-holds exactly those participants in round-robin order: the head is served next, then moves to
-the back if it still has work, or leaves (an emptied child is dropped, as the reference does).
-Every operation touches one node per level, so its cost is O(depth), never O(queue length).
+A node's participants are its local FIFO (when non-empty) and each non-empty child; `active`
+holds exactly those, in the order they joined. Each consumer group (the queriers of one node)
+keeps its own round-robin order of them: the head is served next, then moves to the back of
+that group's order only, and a participant that empties leaves every group's order (an emptied
+child is dropped, as the reference does). So every group, not only all of them together, sees
+each participant's turn come once per round: a node's queriers take equal shares of the actor
+paths whatever the other nodes take. A single group is plain round-robin. Every operation
+touches one node per level (and each group's order there), never the queued items.
 """
 from __future__ import annotations
 
@@ -13,19 +17,42 @@ from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
-LOCAL = None  # the key of a node's own FIFO in `turns`; children are keyed by name (a str)
+LOCAL = None  # the key of a node's own FIFO among the participants; children are keyed by name (a str)
+Key = str | None
 
 
 class QueueNode(Generic[T]):
-    __slots__ = ("children", "local", "name", "parent", "size", "turns")
+    __slots__ = ("active", "children", "local", "name", "orders", "parent", "size")
 
     def __init__(self, name: str, parent: QueueNode[T] | None = None):
         self.name = name
         self.parent = parent
         self.local: OrderedDict[int, T] = OrderedDict()  # ticket -> item; O(1) removal for cancels
         self.children: dict[str, QueueNode[T]] = {}
-        self.turns: OrderedDict[str | None, None] = OrderedDict()
+        self.active: OrderedDict[Key, None] = OrderedDict()  # participants with work, in joining order
+        self.orders: dict[str, OrderedDict[Key, None]] = {}  # consumer group -> its round-robin order
         self.size = 0  # items in this node and all its descendants
+
+    def order(self, group: str) -> OrderedDict[Key, None]:
+        """The group's round-robin order of the participants (a group new here starts in joining order)."""
+        order = self.orders.get(group)
+        if order is None:
+            order = self.orders[group] = OrderedDict(self.active)
+        return order
+
+    def next_key(self, group: str) -> Key:
+        """The participant the group serves next here (the node must have work)."""
+        return next(iter(self.order(group)))
+
+    def _join(self, key: Key) -> None:
+        self.active[key] = None
+        for order in self.orders.values():
+            order[key] = None
+
+    def _leave(self, key: Key) -> None:
+        self.active.pop(key, None)
+        for order in self.orders.values():
+            order.pop(key, None)
 
     def child(self, name: str) -> QueueNode[T]:
         node = self.children.get(name)
@@ -45,37 +72,45 @@ class QueueNode(Generic[T]):
         if front:
             self.local.move_to_end(ticket, last=False)
         if len(self.local) == 1:
-            self.turns[LOCAL] = None
+            self._join(LOCAL)
         node: QueueNode[T] | None = self
         while node is not None:
             node.size += 1
             if node.size == 1 and node.parent is not None:
-                node.parent.turns[node.name] = None
+                node.parent._join(node.name)
             node = node.parent
 
-    def pop(self) -> tuple[int, T, QueueNode[T]] | None:
-        """Take the next item by round-robin at every level below this node: (ticket, item, its node)."""
+    def pop(self, group: str = "") -> tuple[int, T, QueueNode[T]] | None:
+        """Take the next item in `group`'s round-robin at every level below this node:
+        (ticket, item, its node)."""
         if self.size == 0:
             return None
         node = self
         while True:
-            key = next(iter(node.turns))
+            key = node.next_key(group)
             if key is LOCAL:
                 ticket, item = node.local.popitem(last=False)
                 break
             node = node.children[key]
         node._shrink()
-        # the participant that was served at each level goes to the back of its parent's turns
+        # the participant served at each level goes to the back of the group's order there
         served: QueueNode[T] | None = node
         while served is not None and served is not self:
             parent = served.parent
             assert parent is not None
-            if served.name in parent.turns:
-                parent.turns.move_to_end(served.name)
+            order = parent.order(group)
+            if served.name in order:
+                order.move_to_end(served.name)
             served = parent
         if node.local:
-            node.turns.move_to_end(LOCAL)
+            node.order(group).move_to_end(LOCAL)
         return ticket, item, node
+
+    def forget_group(self, group: str) -> None:
+        """Drop a consumer group's orders (its queriers are gone) in this node and below."""
+        self.orders.pop(group, None)
+        for child in self.children.values():
+            child.forget_group(group)
 
     def remove(self, ticket: int) -> bool:
         """Drop a queued ticket held in this node's FIFO (a cancel); False if it is not here."""
@@ -88,13 +123,13 @@ class QueueNode(Generic[T]):
     def _shrink(self) -> None:
         """Account for one item leaving this node's FIFO; deactivate what became empty."""
         if not self.local:
-            self.turns.pop(LOCAL, None)
+            self._leave(LOCAL)
         node: QueueNode[T] | None = self
         while node is not None:
             node.size -= 1
             parent = node.parent
             if node.size == 0 and parent is not None:
-                parent.turns.pop(node.name, None)
+                parent._leave(node.name)
                 del parent.children[node.name]
             node = parent
 

@@ -7,6 +7,10 @@ silent past `querier_silence_s` (it died and nobody restarted it), its running t
 to the front of their queues, up to `max_attempts` dispatches. Slowness never re-queues: a
 copy of running work would only compete with it.
 
+Each querier belongs to a consumer group, its node: the fair queue takes turns per group, so
+the queriers of every node get the actor paths' equal shares (not just all nodes together).
+A querier whose node is not known yet is in the default group "".
+
 A ticket may carry a deadline (wall clock): once past it, it is dropped from the queue rather
 than handed out. Queriers send `heartbeat`s with the tickets they run and are told which of
 them are gone (cancelled, expired, re-queued elsewhere), so they stop that work.
@@ -62,6 +66,7 @@ class Dispatch:
     path: ActorPath
     querier: str
     contenders: int
+    group: str = ""  # the querier's consumer group (its node) whose turns it took
 
 
 @dataclass(frozen=True)
@@ -100,6 +105,7 @@ class _Querier:
     running: set[int] = field(default_factory=set)
     shutting_down: bool = False
     seen_at: float = 0.0
+    group: str = ""  # its node: whose turns of the fair queue it takes
 
 
 class Scheduler(Generic[T]):
@@ -159,7 +165,7 @@ class Scheduler(Generic[T]):
         if querier.shutting_down:
             return None
         while True:
-            taken = self.queue.dequeue()
+            taken = self.queue.dequeue(querier.group)
             if taken is None:
                 return None
             entry = self._tickets[taken.ticket]
@@ -174,7 +180,8 @@ class Scheduler(Generic[T]):
         self._dequeued += 1
         self._queue_seconds_total += waited
         self._dispatched[querier_id] = self._dispatched.get(querier_id, 0) + 1
-        self._recent.append(Dispatch(taken.ticket, entry.tenant, entry.path, querier_id, taken.contenders))
+        self._recent.append(Dispatch(taken.ticket, entry.tenant, entry.path, querier_id, taken.contenders,
+                                     querier.group))
         return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts,
                           entry.deadline)
 
@@ -234,6 +241,19 @@ class Scheduler(Generic[T]):
         querier.shutting_down = False
         return self._release(querier)
 
+    def set_group(self, querier_id: str, group: str) -> None:
+        """The querier's consumer group (its node); the fair queue forgets a group's turns once
+        no querier is in it."""
+        querier = self._queriers.get(querier_id)
+        if querier is None or querier.group == group:
+            return
+        previous, querier.group = querier.group, group
+        self._drop_group_if_empty(previous)
+
+    def _drop_group_if_empty(self, group: str) -> None:
+        if group and all(q.group != group for q in self._queriers.values()):
+            self.queue.forget_group(group)
+
     def notify_shutdown(self, querier_id: str) -> None:
         """A querier is draining: it finishes what it runs but gets no new work."""
         querier = self._queriers.get(querier_id)
@@ -248,7 +268,10 @@ class Scheduler(Generic[T]):
         self._forgotten[querier_id] = querier.incarnation if querier is not None else ""
         while len(self._forgotten) > FORGOTTEN_KEPT:
             del self._forgotten[next(iter(self._forgotten))]
-        return self._release(querier) if querier is not None else Released()
+        if querier is None:
+            return Released()
+        self._drop_group_if_empty(querier.group)
+        return self._release(querier)
 
     def _release(self, querier: _Querier) -> Released:
         requeued, abandoned = [], []

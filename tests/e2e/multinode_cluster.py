@@ -15,6 +15,10 @@ gone) and its raylet and workers are removed (`Cluster.remove_node`) while a wri
 The queriers read only the bucket here (the entries are older than `query_ingesters_within`), so
 after the survivors flush, every acknowledged entry can only come from chunks the other nodes'
 ingesters wrote to S3, and every querier, on every node, is asked directly.
+
+Before the loss, three actor paths of one tenant run a long query each at once (hundreds of
+sub-queries): the scheduler's hand-outs to each node's querier, while all three had work queued,
+must split a third each per node (its turns are kept per node).
 """
 from __future__ import annotations
 
@@ -256,6 +260,45 @@ def named_actor(name: str):
     return find(name)
 
 
+FAIR_PATHS = ("team-a", "team-b", "team-c")
+FAIR_HOURS = 96  # one sub-query per hour (split_queries_by_interval): 288 hand-outs in all
+
+
+def _fair_query(url: str, path: str, codes: dict) -> None:
+    params = {"query": 'sum(count_over_time({app="multinode"}[5m]))', "start": str(BASE - (FAIR_HOURS - 1) * 3600 * 10**9),
+              "end": str(BASE + 3600 * 10**9), "step": "300"}
+    resp = httpx.get(url + "/svc/api/v1/query_range", params=params, timeout=180,
+                     headers={"X-Scope-OrgID": "fair", "X-Svc-Actor-Path": path})
+    codes[path] = resp.status_code
+
+
+def _fair_shares_per_node(url: str) -> dict:
+    """Three actor paths query at once; the hand-outs each node's queriers took while all three had
+    work, split by path, and whether the scheduler put each querier in its own node's group."""
+    import ray
+
+    from svclog.actors.scheduler_actor import SCHEDULER_NAME
+
+    codes: dict[str, int] = {}
+    threads = [threading.Thread(target=_fair_query, args=(url, p, codes)) for p in FAIR_PATHS]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=200)
+    node_of = {a["Name"]: a["Address"]["NodeID"] for a in ray._private.state.actors().values()
+               if a.get("State") == "ALIVE" and a.get("Name", "").startswith("querier-")}
+    dispatches = ray.get(named_actor(SCHEDULER_NAME).dispatches.remote("fair"), timeout=60)
+    contended = [d for d in dispatches if d.contenders == len(FAIR_PATHS)]
+    per_node: dict[str, dict] = {}
+    for d in contended:
+        entry = per_node.setdefault(node_of.get(d.querier, "?")[:8], {"n": 0, **{p: 0 for p in FAIR_PATHS}})
+        entry["n"] += 1
+        entry[d.path[0]] += 1
+    return {"fair_codes": codes, "fair_dispatches": len(dispatches), "fair_contended": len(contended),
+            "fair_per_node": per_node,
+            "fair_groups_are_nodes": all(d.group == node_of.get(d.querier) for d in dispatches)}
+
+
 def _replica_node_spread(ring, rf: int, samples: int = 2000) -> set[int]:
     """Distinct-node counts seen over the replication sets of `samples` fingerprints."""
     step = (1 << 32) // samples
@@ -332,6 +375,9 @@ def run(work: Path) -> dict:
     acked_before_flush = list(writer.acked)
     _flush(url, time.time() + 60)  # every ingester's chunks (the victim's too) go to the bucket
     before = _per_querier(3)
+    fair_began = time.time()
+    fairness = _fair_shares_per_node(url)
+    fairness["fair_s"] = round(time.time() - fair_began, 1)
     wals = {node: sorted(p.name for p in (d / PATH_PREFIX / "wal").glob("*")) for node, d in dir_of.items()}
 
     # Lose a worker node that hosts an ingester, its disk with it, while the writer keeps pushing.
@@ -364,7 +410,7 @@ def run(work: Path) -> dict:
         "found": len(found), "acked_found": len(set(acked) & found), "lost": len(set(acked) - found),
         "queriers_after": {q: [node[:8], len(set(acked) - got)] for q, (node, got) in after.items()},
         "victim_replayed_records": victim_stats["replayed_records"],
-        "bucket_objects": _objects(s3),
+        "bucket_objects": _objects(s3), **fairness,
         "cluster_up_s": round(nodes_up - began, 1), "startup_s": round(started - began, 1),
         "kill_to_read_s": round(after_kill - killed, 1), "total_s": round(time.time() - began, 1),
     }

@@ -16,6 +16,8 @@ from tests.e2e.multinode_cluster import run_cluster_script
 
 SCRIPT = Path(__file__).with_name("multinode_cluster.py")
 TIMEOUT_S = 360  # a cap: the run takes 100-200 s on a 2-core machine, SeaweedFS and startup included
+FAIR_TOLERANCE = 0.10  # each actor path's share of a node's hand-outs within 10 % of 1/3
+MIN_PER_NODE = 60  # contended hand-outs per node: one round off in 60 is 5 %, well inside the tolerance
 
 
 def test_nodes_sharing_only_s3_lose_one_under_writes_and_every_acknowledged_entry_is_queryable():
@@ -31,6 +33,15 @@ def test_nodes_sharing_only_s3_lose_one_under_writes_and_every_acknowledged_entr
     # a querier on every node, each reading every node's flushed chunks from the bucket
     assert result["querier_nodes_before"] == 3
     assert all(missing == 0 for _, _, missing in result["queriers_before"].values()), result["queriers_before"]
+    # fairness per node: while three actor paths had work queued, each node's querier took a third of each
+    assert set(result["fair_codes"].values()) == {200}, result["fair_codes"]
+    assert result["fair_groups_are_nodes"], "the scheduler did not place each querier in its node's group"
+    per_node = result["fair_per_node"]
+    assert len(per_node) == 3, per_node
+    for node, counts in per_node.items():
+        assert counts["n"] >= MIN_PER_NODE, (node, counts)
+        for path in ("team-a", "team-b", "team-c"):
+            assert abs(counts[path] / counts["n"] - 1 / 3) <= FAIR_TOLERANCE / 3, (node, path, per_node)
     assert result["alive_nodes_after_kill"] == 2
     assert result["acked"] > 0 and result["acked_during_kill_window"] > 0
     assert result["lost"] == 0, f"{result['lost']} acknowledged entries lost"

@@ -289,3 +289,51 @@ def test_random_operations_lose_and_duplicate_nothing():
     while (taken := queue.dequeue()) is not None:
         live.remove(taken.ticket)
     assert not live and queue.lengths() == {}
+
+
+# ---------------------------------------------------------------- per consumer group (querier node)
+
+def _per_group(rotation, groups_of, steps: int) -> dict[str, Counter]:
+    """Three flooding actor paths; consumers dequeue in `rotation` order, each in group `groups_of(c)`."""
+    queue = FairQueue()
+    for path in ("a", "b", "c"):
+        queue.enqueue_many("acme", (path,), range(steps))
+    got: dict[str, Counter] = {}
+    for step in range(steps):
+        consumer = rotation(step)
+        taken = queue.dequeue(groups_of(consumer))
+        got.setdefault(consumer, Counter())[taken.path[0]] += 1
+    return got
+
+
+def test_each_node_gets_equal_shares_whatever_order_the_nodes_dequeue_in():
+    rng = random.Random(3)
+    for rotation in (lambda step: f"n{step % 3}",  # nodes in lockstep: global turns would give n0 only "a"
+                     lambda step: rng.choice(["n0", "n0", "n1", "n2"])):  # n0 twice as busy, random order
+        got = _per_group(rotation, lambda node: node, 3_000)
+        for node, counts in got.items():
+            assert set(counts) == {"a", "b", "c"}, (node, counts)
+            assert max(counts.values()) - min(counts.values()) <= 1, (node, counts)  # one round apart at most
+
+
+def test_one_group_for_all_is_the_global_round_robin_and_unfair_per_node():
+    """Why the turns are per node: with one shared rotation, nodes dequeuing in lockstep each see one path."""
+    got = _per_group(lambda step: f"n{step % 3}", lambda node: "", 300)
+    assert sorted(len(counts) for counts in got.values()) == [1, 1, 1]
+
+
+def test_a_node_joining_late_starts_fair_and_a_forgotten_one_leaves_no_turns():
+    queue = FairQueue()
+    for path in ("a", "b", "c"):
+        queue.enqueue_many("acme", (path,), range(100))
+    first = [queue.dequeue("n0").path[0] for _ in range(4)]
+    late = [queue.dequeue("n1").path[0] for _ in range(3)]
+    assert first == ["a", "b", "c", "a"] and sorted(late) == ["a", "b", "c"]
+    queue.forget_group("n1")
+    node = queue._root
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        assert "n1" not in node.orders
+        stack.extend(node.children.values())
+    assert queue.dequeue("n0").path[0] == "b"  # n0's own turns went on where they were

@@ -142,3 +142,24 @@ def test_stats_and_queue_lengths():
         assert await actor.queue_lengths("acme") == {("a",): 2}
 
     run(scenario())
+
+
+def test_each_querier_is_placed_in_its_node_group_once_per_process():
+    looked_up: list[str] = []
+
+    def node_of(querier: str) -> str:
+        looked_up.append(querier)
+        return {"q1": "node-a", "q2": "node-b"}.get(querier, "")
+
+    async def scenario():
+        actor = SchedulerActor(load_config(None, []), node_of=node_of)
+        await actor.enqueue("acme", ["x"], list(range(6)))
+        for _ in range(2):
+            for querier in ("q1", "q2", "q3"):
+                assert await actor.dequeue(querier, timeout=1, incarnation="pid-1") is not None
+        await actor.dequeue("q1", timeout=0.01, incarnation="pid-2")  # q1 restarted: looked up again
+        return await actor.dispatches("acme")
+
+    dispatches = run(scenario())
+    assert {(d.querier, d.group) for d in dispatches} == {("q1", "node-a"), ("q2", "node-b"), ("q3", "")}
+    assert sorted(looked_up) == ["q1", "q1", "q2", "q3"]

@@ -154,3 +154,26 @@ def test_a_forgotten_querier_gets_no_work_until_a_new_process_takes_its_name(clo
     # the pool grows again and a new process takes the name
     scheduler.register_querier("q2", "pid-2")
     assert scheduler.next_for_querier("q2").ticket == ticket
+
+
+def test_queriers_take_the_turns_of_their_node_and_a_node_without_queriers_is_forgotten(clock):
+    scheduler = make(clock)
+    for path in ("a", "b", "c"):
+        scheduler.enqueue_many("acme", (path,), [f"{path}{i}" for i in range(30)])
+    for querier, node in (("q1", "n1"), ("q2", "n1"), ("q3", "n2"), ("q4", "n3")):
+        scheduler.register_querier(querier, "pid")
+        scheduler.set_group(querier, node)
+    # the nodes take turns in lockstep: each still sees every path in its own rotation
+    for _ in range(5):
+        for querier in ("q1", "q3", "q4", "q2"):
+            scheduler.next_for_querier(querier)
+    log = scheduler.recent_dispatches("acme")
+    assert {d.querier: d.group for d in log} == {"q1": "n1", "q2": "n1", "q3": "n2", "q4": "n3"}
+    for node in ("n1", "n2", "n3"):
+        paths = [d.path[0] for d in log if d.group == node]
+        counts = {p: paths.count(p) for p in "abc"}
+        assert max(counts.values()) - min(counts.values()) <= 1, (node, paths)
+    scheduler.forget_querier("q3")  # n2's only querier
+    assert "n2" not in scheduler.queue._root.orders and "n1" in scheduler.queue._root.orders
+    scheduler.forget_querier("q1")  # n1 still has q2
+    assert "n1" in scheduler.queue._root.orders
