@@ -1,6 +1,7 @@
-"""Leaf data model: labels, matchers, entries, tenants, time/duration/bytes parsing, user errors.
+"""Leaf data model: labels, matchers, entries, tenants, time/duration parsing, user errors.
 
-Everything here is plain Python with no I/O; every other package may import it.
+Everything here is plain Python with no I/O; every other package may import it. Go's own
+spellings (quoting, Go durations, byte sizes) live in svclog/gocompat/, below this module.
 """
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ from datetime import UTC, datetime, timezone
 from typing import NamedTuple
 
 import re2
+
+# Go durations stay importable from here (callers' time API); their one implementation is gocompat's
+from svclog.gocompat.durations import format_go_duration, parse_go_duration  # noqa: F401
+from svclog.gocompat.strconv import quote as go_quote
 
 # ---------------------------------------------------------------- errors
 
@@ -68,29 +73,6 @@ _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 def is_valid_label_name(name: str) -> bool:
     return bool(_LABEL_NAME.match(name))
-
-
-def go_quote(value: str) -> str:
-    """Quote like Go's strconv.Quote, which is how label values print in label strings."""
-    out = ['"']
-    for ch in value:
-        code = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 class Labels:
@@ -403,81 +385,6 @@ def parse_prom_duration(text: str) -> int:
     return total
 
 
-# Go's time.ParseDuration (exact integer arithmetic and Go's error messages), used by LogQL
-# duration label filters, unwrap duration() and config values.
-_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 10**9,
-          "m": 60 * 10**9, "h": 3600 * 10**9}
-_NUMBER = re.compile(r"(\d*)(?:\.(\d*))?")
-_UNIT = re.compile(r"[^0-9.]*")
-
-
-def parse_go_duration(text: str) -> int:
-    """Nanoseconds; raises ValueError with Go's message on invalid input."""
-    s = text
-    neg = False
-    if s and s[0] in "+-":
-        neg = s[0] == "-"
-        s = s[1:]
-    if s == "0":
-        return 0
-    if not s:
-        raise ValueError(f"time: invalid duration {go_quote(text)}")
-    total = 0
-    pos = 0
-    while pos < len(s):
-        if not (s[pos] == "." or s[pos].isdigit() and s[pos].isascii()):
-            raise ValueError(f"time: invalid duration {go_quote(text)}")
-        num = _NUMBER.match(s, pos)
-        whole, frac = num.group(1), num.group(2)
-        if not whole and not frac:
-            raise ValueError(f"time: invalid duration {go_quote(text)}")
-        pos = num.end()
-        unit = _UNIT.match(s, pos).group(0)
-        if not unit:
-            raise ValueError(f"time: missing unit in duration {go_quote(text)}")
-        if unit not in _UNITS:
-            raise ValueError(f"time: unknown unit {go_quote(unit)} in duration {go_quote(text)}")
-        pos += len(unit)
-        scale = _UNITS[unit]
-        total += int(whole or "0") * scale
-        if frac:
-            total += int(int(frac) * (scale / 10 ** len(frac)))
-        if total > 2**63 - 1:
-            raise ValueError(f"time: invalid duration {go_quote(text)}")
-    return -total if neg else total
-
-
-
-def format_go_duration(ns: int) -> str:
-    """Go time.Duration.String(): 1h30m0s, 250ms, 1.5s, 0s."""
-    if ns == 0:
-        return "0s"
-    neg = ns < 0
-    u = -ns if neg else ns
-    if u < NS:
-        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
-            if u >= size:
-                out = _format_fraction(u, size) + unit
-                break
-    else:
-        hours, rem = divmod(u, 3600 * NS)
-        minutes, rem = divmod(rem, 60 * NS)
-        out = _format_fraction(rem, NS) + "s"
-        if hours:
-            out = f"{hours}h{minutes}m" + out
-        elif minutes:
-            out = f"{minutes}m" + out
-    return ("-" if neg else "") + out
-
-
-def _format_fraction(value: int, unit: int) -> str:
-    whole, frac = divmod(value, unit)
-    if not frac:
-        return str(whole)
-    digits = len(str(unit)) - 1
-    return f"{whole}." + f"{frac:0{digits}d}".rstrip("0")
-
-
 def parse_step(text: str) -> int:
     """`step`/`interval` parameters: a duration or a float number of seconds."""
     try:
@@ -487,24 +394,6 @@ def parse_step(text: str) -> int:
     if not math.isfinite(seconds):
         raise ValidationError(f"cannot parse {text!r} to a valid duration")
     return int(round(seconds * NS))
-
-
-# Byte sizes as go-humanize ParseBytes accepts them: 20KB, 1MiB, 1.5 GB, 42, 42B.
-_BYTES = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
-_BYTE_UNITS = {
-    "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
-    "t": 1000**4, "tb": 1000**4, "p": 1000**5, "pb": 1000**5, "e": 1000**6, "eb": 1000**6,
-    "ki": 1024, "kib": 1024, "mi": 1024**2, "mib": 1024**2, "gi": 1024**3, "gib": 1024**3,
-    "ti": 1024**4, "tib": 1024**4, "pi": 1024**5, "pib": 1024**5, "ei": 1024**6, "eib": 1024**6,
-}
-
-
-def parse_bytes(text: str) -> int:
-    match = _BYTES.match(text)
-    if not match or match.group(2).lower() not in _BYTE_UNITS:
-        raise ValueError(f"invalid byte size {text!r}")
-    return int(float(match.group(1)) * _BYTE_UNITS[match.group(2).lower()])
 
 
 @dataclass

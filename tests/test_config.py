@@ -382,3 +382,13 @@ def test_printed_config_hides_store_secrets(tmp_path):
     assert "s3://AKID:********@us-east-1/bucket" in printed
     assert "access_key_id: AKID" in printed  # not a secret in the reference either
     assert "hunter2" not in config_to_yaml(load_config(str(path)), "diffs")
+
+
+def test_prometheus_durations_print_as_prometheus_does():
+    """model.Duration.String: weeks and years only when they divide exactly (30d1h, not 4w2d1h)."""
+    from svclog.config.fields import format_duration
+
+    day, hour = 86400 * 10**9, 3600 * 10**9
+    assert [format_duration(ns, prom=True) for ns in (30 * day + hour, 28 * day, 365 * day, 0)] == [
+        "30d1h", "4w", "1y", "0s"]
+    assert format_duration(1500 * 10**6 + 1, prom=True) == "1.500000001s"  # not whole ms: Go's spelling

@@ -31,7 +31,8 @@ from svclog.compactor.settings import CompactorSettings
 from svclog.compactor.sweeper import schedule_chunk_deletion, sweep
 from svclog.compactor.tenant_index import CommitResult, TenantIndex
 from svclog.config import LimitsConfig
-from svclog.model import ValidationError, format_go_duration
+from svclog.gocompat.durations import format_go_duration
+from svclog.model import ValidationError
 from svclog.storage import schema
 from svclog.storage.objstore import ObjectStore
 

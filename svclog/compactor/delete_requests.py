@@ -18,7 +18,8 @@ from dataclasses import asdict, dataclass, field
 from svclog.logql import ast
 from svclog.logql.parser import parse_log_query
 from svclog.logql.stages.line_filter import LineFilterStage
-from svclog.model import NS, SvcError, ValidationError, parse_go_duration, parse_rfc3339
+from svclog.gocompat.durations import parse_go_duration
+from svclog.model import NS, SvcError, ValidationError, parse_rfc3339
 from svclog.storage.objstore import ObjectStore
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")

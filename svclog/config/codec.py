@@ -8,7 +8,8 @@ import types
 import typing
 from typing import Any
 
-from svclog.model import ValidationError, parse_bytes, parse_rfc3339
+from svclog.gocompat.humanize import parse_bytes
+from svclog.model import ValidationError, parse_rfc3339
 
 from .errors import ConfigError
 from .fields import (

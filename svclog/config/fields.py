@@ -7,13 +7,9 @@ renames the YAML key (for Python keywords), `choices` restricts the value.
 from dataclasses import field
 from typing import Any
 
-from svclog.model import (
-    ValidationError,
-    format_go_duration,
-    parse_bytes,
-    parse_go_duration,
-    parse_prom_duration,
-)
+from svclog.gocompat.durations import format_go_duration, format_prom_duration, parse_go_duration
+from svclog.gocompat.humanize import parse_bytes
+from svclog.model import ValidationError, parse_prom_duration
 
 DURATION = "duration"  # Go time.Duration, printed like 1h0m0s
 PROM_DURATION = "prom_duration"  # Prometheus model.Duration, printed like 1w
@@ -30,22 +26,12 @@ def parse_duration(text: str) -> int:
         return parse_go_duration(text)
 
 
-_PROM_STEPS = (("y", 365 * 86400_000), ("w", 7 * 86400_000), ("d", 86400_000), ("h", 3600_000),
-               ("m", 60_000), ("s", 1000), ("ms", 1))
-
-
 def format_duration(ns: int, *, prom: bool) -> str:
+    """A Prometheus duration as model.Duration prints it (`30d1h`, `4w`); a Go one as time.Duration
+    does. A negative value or a millisecond fraction prints in Go's spelling, which parses back."""
     if not prom or ns < 0 or ns % 1_000_000:
         return format_go_duration(ns)
-    if ns == 0:
-        return "0s"
-    ms = ns // 1_000_000
-    out = []
-    for unit, size in _PROM_STEPS:
-        count, ms = divmod(ms, size)
-        if count:
-            out.append(f"{count}{unit}")
-    return "".join(out)
+    return format_prom_duration(ns)
 
 
 # Highest unit first; at equal rank the decimal unit wins (256000 -> 256KB, not 250KiB).

@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from svclog.logql import ast
-from svclog.logql.gofmt import format_float_v, format_prom_duration, go_quote
+from svclog.gocompat.durations import format_prom_duration
+from svclog.gocompat.fmt import format_float_v
+from svclog.gocompat.strconv import quote as go_quote
 from svclog.logql.printer import reference_text
 
 __all__ = ["MAX_LINE", "prettify"]

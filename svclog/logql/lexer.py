@@ -14,8 +14,10 @@ from collections.abc import Iterator
 from lark import Token
 from lark.lexer import Lexer
 
-from svclog.logql.gofmt import unquote_double
-from svclog.model import ParseError, SvcError, parse_bytes, parse_go_duration, parse_prom_duration
+from svclog.gocompat.durations import parse_go_duration
+from svclog.gocompat.humanize import parse_bytes
+from svclog.gocompat.strconv import unquote_double
+from svclog.model import ParseError, SvcError, parse_prom_duration
 
 # Keywords recognised wherever they appear (case-insensitively).
 KEYWORDS = {

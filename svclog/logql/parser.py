@@ -15,7 +15,8 @@ from lark.exceptions import UnexpectedInput
 
 from svclog.logql import ast, checks
 from svclog.logql.lexer import LogQLLexer, parse_logql_duration
-from svclog.model import Matcher, MatchType, ParseError, parse_bytes, parse_prom_duration
+from svclog.gocompat.humanize import parse_bytes
+from svclog.model import Matcher, MatchType, ParseError, parse_prom_duration
 
 __all__ = ["MAX_QUERY_LENGTH", "parse", "parse_log_query", "parse_selector"]
 

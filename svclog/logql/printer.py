@@ -13,13 +13,9 @@ import math
 from collections.abc import Callable
 
 from svclog.logql import ast
-from svclog.logql.gofmt import (
-    format_float_f,
-    format_float_v,
-    format_go_duration,
-    format_prom_duration,
-    go_quote,
-)
+from svclog.gocompat.durations import format_go_duration, format_prom_duration
+from svclog.gocompat.fmt import format_float_f, format_float_v
+from svclog.gocompat.strconv import quote as go_quote
 from svclog.model import Matcher
 
 __all__ = ["format_query", "humanize_bytes", "print_expr", "reference_text"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from svclog.gocompat.durations import format_prom_duration
 from svclog.logql import ast
 from svclog.logql.parser import parse
 from svclog.model import NS, ParseError, ValidationError, is_valid_label_name, parse_prom_duration
@@ -241,21 +242,7 @@ def validate_rule(rule: Rule, group_name: str) -> str | None:
 
 # ---------------------------------------------------------------- encoding
 
-def format_duration(ns: int) -> str:
-    """Prometheus duration text: `2m`, `1h30m`, `1w`; years and weeks only when exact."""
-    ms = ns // 1_000_000
-    if ms == 0:
-        return "0s"
-    out = []
-    units = (("y", 365 * 86400_000, True), ("w", 7 * 86400_000, True), ("d", 86400_000, False),
-             ("h", 3600_000, False), ("m", 60_000, False), ("s", 1000, False), ("ms", 1, False))
-    for name, size, exact_only in units:
-        if exact_only and ms % size:
-            continue
-        count, ms = divmod(ms, size)
-        if count:
-            out.append(f"{count}{name}")
-    return "".join(out)
+format_duration = format_prom_duration  # Prometheus duration text: `2m`, `1h30m`, `1w`, years and weeks when exact
 
 
 def rule_to_dict(rule: Rule) -> dict:

@@ -19,7 +19,7 @@ from svclog.config import Config
 from svclog.config.fields import PROM_DURATION
 from svclog.config.limits import LimitsConfig
 from svclog.frontend import params as qp
-from svclog.logql.gofmt import format_prom_duration
+from svclog.gocompat.durations import format_prom_duration
 from svclog.model import ValidationError
 from svclog.querier import detected
 from svclog.querier.request import CATEGORIZE_LABELS

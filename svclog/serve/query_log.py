@@ -8,7 +8,8 @@ from __future__ import annotations
 import logging
 import re
 
-from svclog.model import format_go_duration, go_quote
+from svclog.gocompat.durations import format_go_duration
+from svclog.gocompat.strconv import quote as go_quote
 from svclog.querier.request import RangeRequest
 from svclog.serve.query_headers import tag_pairs
 

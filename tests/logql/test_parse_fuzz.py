@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from svclog.logql import ast
-from svclog.logql.gofmt import go_quote
+from svclog.gocompat.strconv import quote as go_quote
 from svclog.logql.parser import parse
 from svclog.logql.printer import format_query, print_expr
 from svclog.model import ParseError

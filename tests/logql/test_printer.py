@@ -8,13 +8,10 @@ import pytest
 
 from svclog.logql import ast
 from svclog.logql.format import MAX_LINE
-from svclog.logql.gofmt import (
-    format_float_f,
-    format_float_v,
-    format_prom_duration,
-    go_quote,
-    unquote_double,
-)
+from svclog.gocompat.durations import format_prom_duration
+from svclog.gocompat.fmt import format_float_f, format_float_v
+from svclog.gocompat.strconv import quote as go_quote
+from svclog.gocompat.strconv import unquote_double
 from svclog.logql.parser import parse
 from svclog.logql.printer import format_query, humanize_bytes, print_expr, reference_text
 from svclog.model import Matcher, MatchType

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from svclog.model import LimitError, SvcError, format_go_duration
+from svclog.gocompat.durations import format_go_duration
+from svclog.model import LimitError, SvcError
 
 TIMEOUT_ADVICE = ("decrease the duration of the request or add more label matchers "
                   "(prefer exact match over regex match) to reduce the amount of data processed")

@@ -9,14 +9,18 @@ grammar has no Arrow kernel.
 """
 from __future__ import annotations
 
-import math
-import re
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from svclog.model import go_quote, parse_go_duration
+from svclog.gocompat.durations import parse_go_duration
+from svclog.gocompat.humanize import parse_bytes as humanize_parse_bytes
+from svclog.gocompat.strconv import parse_float as go_parse_float
+from svclog.gocompat.strconv import quote as go_quote
+
+__all__ = ["go_parse_float", "humanize_parse_bytes", "parse_bytes_values", "parse_duration_ns_values",
+           "parse_duration_values", "parse_float_values"]  # the first two: Go's own, for querier/detected.py
 
 # strconv.ParseFloat's common decimal syntax plus its inf/infinity/nan spellings; the rest
 # of Go's syntax (hex floats, `_` digit separators) goes through go_parse_float
@@ -47,60 +51,14 @@ def parse_float_values(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     return values, errors
 
 
-# ---------------------------------------------------------------- Go strconv.ParseFloat
-
-_GO_SPECIAL = re.compile(r"[+-]?(?:inf|infinity)|nan", re.IGNORECASE | re.ASCII)
-_GO_DECIMAL = re.compile(r"[+-]?(?=[0-9_.]*[0-9])[0-9_]*\.?[0-9_]*(?:[eE][+-]?[0-9][0-9_]*)?")
-_GO_HEX = re.compile(r"[+-]?0[xX](?=[0-9a-fA-F_.]*[0-9a-fA-F])[0-9a-fA-F_]*\.?[0-9a-fA-F_]*[pP][+-]?[0-9][0-9_]*")
-_HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
-
-
-def _underscores_ok(text: str) -> bool:
-    """Go's underscoreOK: `_` only between digits, or between a base prefix and a digit."""
-    if text[:1] in "+-":
-        text = text[1:]
-    saw, i, hex_digits = "^", 0, False
-    if len(text) >= 2 and text[0] == "0" and text[1] in "bBoOxX":
-        saw, i, hex_digits = "0", 2, text[1] in "xX"
-    for ch in text[i:]:
-        if "0" <= ch <= "9" or (hex_digits and ch in _HEX_DIGITS):
-            saw = "0"
-        elif ch == "_":
-            if saw != "0":
-                return False
-            saw = "_"
-        elif saw == "_":
-            return False
-        else:
-            saw = "!"
-    return saw != "_"
-
-
-def go_parse_float(text: str) -> float:
-    """Go's strconv.ParseFloat(text, 64); raises ValueError with Go's error text."""
-    if _GO_SPECIAL.fullmatch(text):
-        return float(text)
-    hex_form = _GO_HEX.fullmatch(text) is not None
-    if not (hex_form or _GO_DECIMAL.fullmatch(text)) or ("_" in text and not _underscores_ok(text)):
-        raise ValueError(f"strconv.ParseFloat: parsing {go_quote(text)}: invalid syntax")
-    plain = text.replace("_", "")
-    try:
-        value = float.fromhex(plain) if hex_form else float(plain)
-    except OverflowError:
-        value = math.inf
-    if math.isinf(value):
-        raise ValueError(f"strconv.ParseFloat: parsing {go_quote(text)}: value out of range")
-    return value
-
-
 def parse_duration_values(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     """time.ParseDuration over an array; values in seconds (float64)."""
-    return _durations(arr, lambda ns: ns.astype(np.float64) / 1e9, lambda s: go_parse_duration(s) / 1e9)
+    return _durations(arr, lambda ns: ns.astype(np.float64) / 1e9, lambda s: parse_go_duration(s) / 1e9)
 
 
 def parse_duration_ns_values(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     """time.ParseDuration over an array; values in integer nanoseconds stored as float64."""
-    return _durations(arr, lambda ns: ns.astype(np.float64), lambda s: float(go_parse_duration(s)))
+    return _durations(arr, lambda ns: ns.astype(np.float64), lambda s: float(parse_go_duration(s)))
 
 
 # One number and one unit, as nearly every logged duration is (`12.5ms`, `3s`): read straight
@@ -228,53 +186,3 @@ def _per_distinct(arr: pa.Array, convert) -> tuple[pa.Array, pa.Array]:
             errors.append(str(err))
     idx = encoded.indices
     return (pc.take(pa.array(values, pa.float64()), idx), pc.take(pa.array(errors, pa.string()), idx))
-
-
-# ---------------------------------------------------------------- Go time.ParseDuration
-
-# Go time.ParseDuration lives in the leaf model; the unwrap converters use it.
-go_parse_duration = parse_go_duration
-
-
-# ---------------------------------------------------------------- go-humanize ParseBytes
-
-_BYTE_UNITS = {
-    "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
-    "t": 1000**4, "tb": 1000**4, "p": 1000**5, "pb": 1000**5, "e": 1000**6, "eb": 1000**6,
-    "ki": 1024, "kib": 1024, "mi": 1024**2, "mib": 1024**2, "gi": 1024**3, "gib": 1024**3,
-    "ti": 1024**4, "tib": 1024**4, "pi": 1024**5, "pib": 1024**5, "ei": 1024**6, "eib": 1024**6,
-}
-# Go's strings.TrimSpace set (unicode.IsSpace)
-_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
-
-
-def humanize_parse_bytes(text: str) -> int:
-    """go-humanize ParseBytes; raises ValueError with its message on invalid input."""
-    # It counts leading digits (unicode.IsDigit), dots and commas in runes but slices the
-    # string in bytes there, so a non-ASCII digit leaves a broken UTF-8 prefix to ParseFloat.
-    count = 0
-    for ch in text:
-        if not (ch.isdecimal() or ch in ".,"):
-            break
-        count += 1
-    raw = text.encode("utf-8", "surrogatepass")
-    head = raw[:count].replace(b",", b"")
-    try:
-        number = go_parse_float(head.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        raise ValueError(f"strconv.ParseFloat: parsing {_quote_bytes(head)}: invalid syntax") from None
-    unit = text[count:].strip(_GO_SPACE).lower()
-    if unit not in _BYTE_UNITS:
-        raise ValueError(f"unhandled size name: {unit}")
-    value = number * _BYTE_UNITS[unit]
-    if value >= 2.0**64 or math.isinf(value):
-        raise ValueError(f"too large: {text}")
-    return int(value)
-
-
-def _quote_bytes(raw: bytes) -> str:
-    """strconv.Quote of a byte string that may not be valid UTF-8 (bad bytes as \\xNN)."""
-    text = raw.decode("utf-8", "surrogateescape")
-    return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if "\udc80" <= ch <= "\udcff" else ch
-                   for ch in go_quote(text))

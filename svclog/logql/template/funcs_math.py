@@ -8,21 +8,13 @@ from __future__ import annotations
 import math
 from decimal import ROUND_HALF_UP, Context, Decimal
 
+from svclog.gocompat.durations import parse_go_duration
+from svclog.gocompat.humanize import parse_bytes
 from svclog.logql.template.goconv import INT64_MIN, parse_float, parse_int, wrap_int64
-from svclog.logql.template.gotime import parse_duration
 from svclog.logql.template.values import GoInt64
 
 _DEC = Context(prec=80)
 _DIV_QUANTUM = Decimal(1).scaleb(-16)  # shopspring/decimal DivisionPrecision
-_BYTE_UNITS = {
-    "": 1, "b": 1,
-    "k": 10**3, "kb": 10**3, "ki": 2**10, "kib": 2**10,
-    "m": 10**6, "mb": 10**6, "mi": 2**20, "mib": 2**20,
-    "g": 10**9, "gb": 10**9, "gi": 2**30, "gib": 2**30,
-    "t": 10**12, "tb": 10**12, "ti": 2**40, "tib": 2**40,
-    "p": 10**15, "pb": 10**15, "pi": 2**50, "pib": 2**50,
-    "e": 10**18, "eb": 10**18, "ei": 2**60, "eib": 2**60,
-}
 
 
 def _trim_zero_decimal(s: str) -> str:
@@ -173,25 +165,12 @@ def go_round(a: object, places: int, *round_on: float) -> float:
 
 def convert_bytes(s: str) -> float:
     """go-humanize ParseBytes ("1.5 KiB", "42MB", "1,000")."""
-    i = 0
-    while i < len(s) and (s[i].isdigit() or s[i] in ".,"):
-        i += 1
-    num = s[:i].replace(",", "")
-    f = parse_float(num)
-    if f is None:
-        raise ValueError(f'strconv.ParseFloat: parsing "{num}": invalid syntax')
-    unit = s[i:].strip().lower()
-    if unit not in _BYTE_UNITS:
-        raise ValueError(f"unhandled size name: {unit}")
-    f *= _BYTE_UNITS[unit]
-    if f >= 2.0**64:
-        raise ValueError(f"too large: {s}")
-    return float(int(f))
+    return float(parse_bytes(s))
 
 
 def convert_duration(s: str) -> float:
     """time.ParseDuration(s).Seconds()."""
-    ns = parse_duration(s)
+    ns = parse_go_duration(s)
     sec, nsec = _go_div(ns, 1_000_000_000)
     return sec + nsec / 1e9
 

@@ -1,4 +1,4 @@
-"""Go fmt for templates: Sprintf verbs and flags, Sprint, Sprintln, strconv.Quote.
+"""Go fmt for templates: Sprintf verbs and flags, Sprint, Sprintln (%q through svclog/gocompat/strconv).
 
 Follows fmt's conversion behaviour: a verb that does not fit the operand prints
 `%!d(string=x)`, missing operands `%!d(MISSING)`, extra ones `%!(EXTRA type=value)`.
@@ -8,35 +8,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from svclog.gocompat.strconv import quote as go_quote
+from svclog.gocompat.strconv import quote_rune as _quote_rune
 from svclog.logql.template.gotime import GoTime
 from svclog.logql.template.limits import check_output
 from svclog.logql.template.values import GoInt64, format_float_shortest, format_v, type_name
-
-_NAMED_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def _escape_rune(ch: str, quote: str, ascii_only: bool) -> str:
-    if ch == quote or ch == "\\":
-        return "\\" + ch
-    if ch.isprintable() and (not ascii_only or ch < "\x80"):
-        return ch
-    if ch in _NAMED_ESCAPES:
-        return _NAMED_ESCAPES[ch]
-    o = ord(ch)
-    if o < 0x20 or o == 0x7F:
-        return f"\\x{o:02x}"
-    return f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}"
-
-
-def go_quote(s: str, ascii_only: bool = False) -> str:
-    """strconv.Quote (or QuoteToASCII)."""
-    return '"' + "".join(_escape_rune(c, '"', ascii_only) for c in s) + '"'
-
-
-def _quote_rune(o: int, ascii_only: bool = False) -> str:
-    ch = chr(o) if 0 <= o <= 0x10FFFF and not 0xD800 <= o <= 0xDFFF else "\ufffd"
-    return "'" + _escape_rune(ch, "'", ascii_only) + "'"
-
 
 def sprint(args: list[object]) -> str:
     """fmt.Sprint: spaces between operands when neither side is a string."""

@@ -410,41 +410,5 @@ def _build_time(p: _Parsed, loc: Zone) -> GoTime:
     return GoTime(secs * _NS + p.ns, zone)
 
 
-# -- durations ----------------------------------------------------------------
-_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": _NS,
-          "m": 60 * _NS, "h": 3600 * _NS}
-_DUR_PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]*)")
-
-
-def parse_duration(text: str) -> int:
-    """time.ParseDuration -> nanoseconds; raises ValueError like Go."""
-    orig, s = text, text
-    neg = s.startswith("-")
-    if s[:1] in "+-" and s:
-        s = s[1:]
-    if s == "0":
-        return 0
-    if not s:
-        raise ValueError(f'time: invalid duration "{orig}"')
-    total = 0
-    while s:
-        m = _DUR_PART.match(s)
-        whole, frac, unit = m.group(1), m.group(2), m.group(3)
-        if not whole and not frac:
-            raise ValueError(f'time: invalid duration "{orig}"')
-        if not unit:
-            raise ValueError(f'time: missing unit in duration "{orig}"')
-        if unit not in _UNITS:
-            raise ValueError(f'time: unknown unit "{unit}" in duration "{orig}"')
-        scale = _UNITS[unit]
-        total += int(whole or 0) * scale
-        if frac:
-            total += int(float("0." + frac) * scale)
-        if total > (1 << 63) - 1:
-            raise ValueError(f'time: invalid duration "{orig}"')
-        s = s[m.end():]
-    return -total if neg else total
-
-
 def now() -> GoTime:
     return GoTime(time.time_ns(), LOCAL)

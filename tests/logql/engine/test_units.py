@@ -16,7 +16,7 @@ from svclog.logql.engine.range_agg import UNWRAP_OPS, quantile, windows
 from svclog.logql.engine.result import MatrixResult, ScalarResult, StreamsResult, VectorResult
 from svclog.logql.engine.unwrap import convert_column
 from svclog.logql.source import SelectRequest
-from svclog.logql.stages.convert import go_parse_float
+from svclog.gocompat.strconv import parse_float as go_parse_float
 from svclog.model import NS, Labels, LimitError, Matcher, MatchType, ValidationError
 
 S = NS

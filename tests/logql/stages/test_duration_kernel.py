@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from svclog.logql.stages import convert
-from svclog.model import parse_go_duration
+from svclog.gocompat.durations import parse_go_duration
 
 EDGES = ["5ms", "1.5s", "0", "-3m", "+2h", ".5s", "5.s", ".s", "", "1h30m", "µs", "3µs", "3μs", "12.345678901234567s",
          "999999999999999h", "2562047h", "2562048h", "1e3s", "-0.0s", "0.000000001ns", "1.0000000000000001h",
