@@ -1,16 +1,21 @@
-"""Ray-backed adapters for the protocols components declare (all `.remote()` calls live here)."""
+"""Ray-backed adapters for the protocols components declare: the ring view and the ingester pool.
+
+Every call to an actor goes through `svclog/actors/calls.py` (one timeout per kind of call, Ray's
+errors turned into ours); the gateway routes' clients are in `service_clients.py`.
+"""
 from __future__ import annotations
 
 import logging
 import queue
 import threading
 import time
+from typing import Any
 
 import pyarrow as pa
 import ray
 
+from svclog.actors.calls import CALL_TIMEOUT_S, QUERY_TIMEOUT_S, Handles, acall, call, remote_cause
 from svclog.actors.options import RING_NAME
-from svclog.actors.registry import named_actor
 from svclog.distributor.quorum import QuorumTracker
 from svclog.ingester.payload import encode_batch
 from svclog.logql.source import IngesterScan
@@ -19,30 +24,35 @@ from svclog.ring.ring import Ring
 
 log = logging.getLogger(__name__)
 PUSH_TIMEOUT_S = 30.0
-QUERY_TIMEOUT_S = 300.0
 
 
 class RingClient:
-    """A cached snapshot of the ring actor's state, refreshed at most every `ttl` seconds."""
+    """A ring actor's state (the ingester ring by default), fetched at most every `ttl` seconds.
 
-    def __init__(self, ttl: float = 1.0):
+    ActorMissing when the ring actor does not run; after a failed fetch the next one looks it up anew."""
+
+    def __init__(self, ttl: float = 1.0, name: str = RING_NAME, handles: Handles | None = None):
         self.ttl = ttl
+        self.name = name
         self._ring: Ring | None = None
         self._fetched = 0.0
         self._lock = threading.Lock()
-        self._actor = None
-
-    def actor(self):
-        if self._actor is None:
-            self._actor = named_actor(RING_NAME)
-        return self._actor
+        self._handles = handles or Handles()
 
     def get(self) -> Ring:
         with self._lock:
             if self._ring is None or time.monotonic() - self._fetched > self.ttl:
-                self._ring = Ring.from_snapshot(ray.get(self.actor().snapshot.remote(), timeout=30))
+                self._ring = Ring.from_snapshot(self.snapshot())
                 self._fetched = time.monotonic()
             return self._ring
+
+    def snapshot(self) -> dict:
+        """The ring actor's snapshot, uncached."""
+        try:
+            return call(self._handles.get(self.name).snapshot, timeout=CALL_TIMEOUT_S)
+        except Exception:
+            self._handles.drop(self.name)
+            raise
 
 
 class IngesterPool:
@@ -53,14 +63,16 @@ class IngesterPool:
     def __init__(self, ring: RingClient, replication_factor: int):
         self.ring = ring
         self.rf = replication_factor
-        self._handles: dict[str, object] = {}
+        self._handles = Handles()
         self.stragglers = Stragglers()
 
-    def handle(self, address: str):
-        handle = self._handles.get(address)
-        if handle is None:
-            handle = self._handles[address] = named_actor(address)
-        return handle
+    def handle(self, address: str) -> Any:
+        """The ingester actor's handle; ActorMissing (a ValueError) when it does not run."""
+        return self._handles.get(address)
+
+    def tail(self, address: str) -> IngesterTail:
+        """The tail calls to one ingester (svclog/serve/tail_routes.py)."""
+        return IngesterTail(self.handle(address))
 
     def push_many(self, tenant: str, assignments: dict[str, list[StreamColumns]]) -> dict[str, Exception | None]:
         """Push each member its streams; return once every stream has a quorum of replicas (or one
@@ -108,8 +120,8 @@ class IngesterPool:
             try:
                 results.append(ray.get(ref, timeout=QUERY_TIMEOUT_S))
             except Exception as err:
-                if strict and isinstance(_unwrap(err), SvcError):
-                    raise _unwrap(err) from None
+                if strict and isinstance(remote_cause(err), SvcError):
+                    raise remote_cause(err) from None
                 failures += 1
         if failures and failures >= self.rf:
             raise RuntimeError(f"{failures} ingesters failed to answer; data may be incomplete")
@@ -191,14 +203,29 @@ def _outcome(ref) -> Exception | None:
     try:
         ray.get(ref, timeout=0)
     except Exception as err:  # noqa: BLE001 - any failure counts against the quorum
-        return _unwrap(err)
+        cause = remote_cause(err)  # the user-facing error, e.g. a LimitError raised in an ingester
+        return cause if isinstance(cause, Exception) else err
     return None
 
 
-def _unwrap(err: Exception) -> Exception:
-    """The user-facing cause of a remote error (e.g. a LimitError raised in an ingester)."""
-    cause = getattr(err, "cause", None)
-    return cause if isinstance(cause, Exception) else err
+class IngesterTail:
+    """The tail calls to one ingester actor (its `tail_*` methods); errors as `calls.acall` raises them."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    async def subscribe(self, tenant: str, query: str, sub_id: str) -> None:
+        await acall(self.handle.tail_subscribe, tenant, query, sub_id, timeout=CALL_TIMEOUT_S)
+
+    async def poll(self, sub_id: str, max_wait_s: float) -> Any:
+        """(entries, dropped) within max_wait_s; None when the subscription is unknown (re-subscribe)."""
+        return await acall(self.handle.tail_poll, sub_id, max_wait_s, timeout=max_wait_s + CALL_TIMEOUT_S)
+
+    async def touch(self, sub_id: str) -> bool:
+        return bool(await acall(self.handle.tail_touch, sub_id, timeout=CALL_TIMEOUT_S))
+
+    async def close(self, sub_id: str) -> None:
+        await acall(self.handle.tail_close, sub_id, timeout=CALL_TIMEOUT_S)
 
 
 class ServeReplicaCount:
@@ -227,3 +254,17 @@ class ServeReplicaCount:
                 except Exception:  # the controller is busy or gone: keep the last count
                     log.debug("serve status for %s", self.deployment, exc_info=True)
             return self._count
+
+
+def serve_deployment_states() -> dict[str, tuple[str, str]]:
+    """This Serve application's deployments (the calling replica's own among them): name ->
+    (status, message); {} outside a replica or while the controller is busy."""
+    from ray import serve
+
+    try:
+        app_name = serve.get_replica_context().app_name
+        app = serve.status().applications[app_name]
+    except Exception as err:  # noqa: BLE001 - outside a replica or the controller is busy
+        log.warning("serve status: %s", err)
+        return {}
+    return {name: (str(getattr(d.status, "value", d.status)), d.message) for name, d in app.deployments.items()}

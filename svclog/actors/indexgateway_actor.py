@@ -16,8 +16,10 @@ from collections.abc import Iterable
 
 import ray
 
+from svclog.actors.calls import Handles, call
+from svclog.actors.clients import RingClient
 from svclog.actors.options import INDEX_GATEWAY_RING_NAME
-from svclog.actors.registry import named_actor
+from svclog.actors.ring_member import RingMember
 from svclog.config import Config, object_store_uri
 from svclog.indexgateway.gateway import GatewaySettings, IndexGateway
 from svclog.indexgateway.routing import gateways_for
@@ -42,32 +44,29 @@ class IndexGatewayActor:
         self.instance_id = instance_id
         self.gateway = IndexGateway(ObjectStore(object_store_uri(cfg)), GatewaySettings())
         self._node = ray.get_runtime_context().get_node_id()
-        self._ring_actor = self._join_ring()
+        self._ring = RingMember(INDEX_GATEWAY_RING_NAME, cfg.index_gateway.ring.num_tokens)
+        self._in_ring = self._join_ring()
         self._stop = threading.Event()
         if background:
             threading.Thread(target=self._heartbeats, name="indexgateway-heartbeat", daemon=True).start()
 
-    def _join_ring(self):
-        try:
-            ring = named_actor(INDEX_GATEWAY_RING_NAME)
-        except ValueError:
-            return None  # not created (yet): the heartbeat loop keeps looking
-        ray.get(ring.register.remote(self.instance_id, self.instance_id, self._node,
-                                     self.cfg.index_gateway.ring.num_tokens), timeout=30)
-        return ring
+    def _join_ring(self) -> bool:
+        if not self._ring.exists():
+            return False  # not created (yet): the heartbeat loop keeps looking
+        self._ring.register(self.instance_id, self.instance_id, self._node)
+        return True
 
     def _heartbeats(self) -> None:
         period_s = max(1.0, self.cfg.index_gateway.ring.heartbeat_period / 1e9)
         while not self._stop.wait(period_s):
             try:
-                if self._ring_actor is None:
-                    self._ring_actor = self._join_ring()
+                if not self._in_ring:
+                    self._in_ring = self._join_ring()
                 else:  # re-registers (same tokens: they derive from the id) with a ring that restarted
-                    self._ring_actor.heartbeat.remote(self.instance_id, self.instance_id, self._node, None, (),
-                                                      self.cfg.index_gateway.ring.num_tokens)
+                    self._ring.heartbeat(self.instance_id, self.instance_id, self._node)
             except Exception:  # the ring restarts: try again next period
                 log.warning("index gateway %s: heartbeat failed", self.instance_id, exc_info=True)
-                self._ring_actor = None
+                self._in_ring = False
 
     # ------------------------------------------------------------ remote API
 
@@ -89,8 +88,8 @@ class IndexGatewayActor:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._ring_actor is not None:
-            self._ring_actor.forget.remote(self.instance_id)
+        if self._in_ring:
+            self._ring.leave(self.instance_id)
 
 
 RemoteIndexGateway = ray.remote(IndexGatewayActor)
@@ -108,21 +107,19 @@ class GatewayIndex:
         self.ring: Ring | None = None  # replaced whole by the follower thread; read without a lock
         self.remote_lookups = 0
         self.local_lookups = 0
-        self._handles: dict[str, object] = {}
+        self._handles = Handles()
         self._warned = float("-inf")
         if follow_ring:
             threading.Thread(target=self._follow_ring, name="indexgateway-ring", daemon=True).start()
 
     def _follow_ring(self) -> None:
-        actor = None
+        ring = RingClient(ttl=0.0, name=INDEX_GATEWAY_RING_NAME)
         while True:
             try:
-                if actor is None:
-                    actor = named_actor(INDEX_GATEWAY_RING_NAME)
-                self.ring = Ring.from_snapshot(ray.get(actor.snapshot.remote(), timeout=30))
+                self.ring = ring.get()
                 time.sleep(RING_REFRESH_S)
-            except Exception:  # noqa: BLE001 - no gateway ring (ValueError), or it died: read locally
-                actor, self.ring = None, None
+            except Exception:  # noqa: BLE001 - no gateway ring (ActorMissing), or it died: read locally
+                self.ring = None
                 time.sleep(RING_PROBE_S)
 
     def chunk_refs(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
@@ -137,10 +134,9 @@ class GatewayIndex:
         if ring is not None:
             for address in gateways_for(ring, tenant, self.mode, self.replication_factor):
                 try:
-                    answer = ray.get(getattr(self._handle(address), method).remote(tenant, *args),
-                                     timeout=LOOKUP_TIMEOUT_S)
+                    answer = call(getattr(self._handle(address), method), tenant, *args, timeout=LOOKUP_TIMEOUT_S)
                 except Exception as err:  # noqa: BLE001 - dead, restarting or failing: the next one, then locally
-                    self._handles.pop(address, None)
+                    self._handles.drop(address)
                     self._warn(address, err)
                     continue
                 self.remote_lookups += 1
@@ -149,10 +145,7 @@ class GatewayIndex:
         return getattr(self.local, method)(tenant, *args)
 
     def _handle(self, address: str):
-        handle = self._handles.get(address)
-        if handle is None:
-            handle = self._handles[address] = named_actor(address)
-        return handle
+        return self._handles.get(address)
 
     def _warn(self, address: str, err: Exception) -> None:
         if time.monotonic() - self._warned >= WARN_EVERY_S:

@@ -9,9 +9,10 @@ import threading
 
 import ray
 
+from svclog.actors.calls import CALL_TIMEOUT_S, ActorUnavailable
 from svclog.actors.clients import RingClient
 from svclog.actors.options import RING_NAME
-from svclog.actors.registry import named_actor
+from svclog.actors.ring_member import RingMember
 from svclog.config import Config, limits_for, object_store_uri, replication_factor, wal_dir
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.ingester.instance import local_stream_limit
@@ -52,10 +53,10 @@ class IngesterActor:
         self.ingester = Ingester(ingester_settings(cfg, instance_id), chunks, stream_limit=self._stream_limit,
                                  stream_rate=self._stream_rate)
         self.node = ray.get_runtime_context().get_node_id()
-        self.ring = named_actor(RING_NAME)
+        self.ring = RingMember(RING_NAME, cfg.ingester.lifecycler.num_tokens)
         self._stop = threading.Event()
         self._loop = threading.Thread(target=self._background, name="flush-loop", daemon=True)
-        self.lifecycle = ingester_lifecycle(cfg, instance_id, self.node, _RayRing(self.ring), self.ingester,
+        self.lifecycle = ingester_lifecycle(cfg, instance_id, self.node, self.ring, self.ingester,
                                             self.ingester.settings.wal_dir, self._stop_background)
         self.lifecycle.join()
         self._loop.start()
@@ -70,8 +71,7 @@ class IngesterActor:
         while not self._stop.wait(tick):
             elapsed += tick
             try:
-                self.ring.heartbeat.remote(self.instance_id, self.instance_id, self.node, None,
-                                           self.lifecycle.tokens)
+                self.ring.heartbeat(self.instance_id, self.instance_id, self.node, self.lifecycle.tokens)
                 if elapsed >= period:
                     elapsed = 0.0
                     self.ingester.flush()
@@ -85,7 +85,7 @@ class IngesterActor:
         limits = limits_for(self.cfg, tenant)
         try:
             healthy = len(self._ring_client.get().healthy_members())
-        except (ray.exceptions.RayError, TimeoutError):  # ring unreachable: the local limit only
+        except (ActorUnavailable, TimeoutError):  # ring unreachable: the local limit only
             healthy = 0
         return local_stream_limit(limits.max_streams_per_user, limits.max_global_streams_per_user,
                                   healthy, replication_factor(self.cfg))
@@ -159,7 +159,7 @@ class IngesterActor:
     def _stop_background(self) -> None:
         self._stop.set()
         if self._loop.is_alive() and self._loop is not threading.current_thread():
-            self._loop.join(RING_CALL_TIMEOUT_S)
+            self._loop.join(CALL_TIMEOUT_S)
 
     # ------------------------------------------------------------ tail (see svclog/ingester/tail.py)
 
@@ -184,24 +184,7 @@ class IngesterActor:
 
 # ------------------------------------------------------------ lifecycle (svclog/ingester/lifecycle.py)
 
-RING_CALL_TIMEOUT_S = 30.0
 SIGNAL_SHUTDOWN_TIMEOUT_S = 300.0
-
-
-class _RayRing:
-    """RingMembership over the ring actor (blocking calls with a timeout)."""
-
-    def __init__(self, actor):
-        self.actor = actor
-
-    def register(self, member_id: str, address: str, node: str, tokens: tuple[int, ...]) -> None:
-        ray.get(self.actor.register.remote(member_id, address, node, len(tokens), tokens), timeout=RING_CALL_TIMEOUT_S)
-
-    def set_state(self, member_id: str, state: str) -> None:
-        ray.get(self.actor.set_state.remote(member_id, state), timeout=RING_CALL_TIMEOUT_S)
-
-    def forget(self, member_id: str) -> bool:
-        return ray.get(self.actor.forget.remote(member_id), timeout=RING_CALL_TIMEOUT_S)
 
 
 def ingester_lifecycle(cfg: Config, instance_id: str, node: str, ring, ingester, wal_path: str,

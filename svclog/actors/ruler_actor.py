@@ -8,19 +8,21 @@ answers the rules API (one shared store) and tells the others to reload a change
 """
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 import time
 
 import ray
 
+from svclog.actors.calls import Handles, fire
+from svclog.actors.clients import RingClient
 from svclog.actors.options import RULER_RING_NAME, querier_name
-from svclog.actors.registry import named_actor
+from svclog.actors.ring_member import RingMember
+from svclog.actors.service_clients import Queriers
 from svclog.config import Config, limits_for, object_store_uri, rules_dir
 from svclog.config.paths import store_uri_for
 from svclog.log_level import apply_level
-from svclog.model import SvcError, now_ns
+from svclog.model import now_ns
 from svclog.querier.request import RangeRequest
 from svclog.ring.ring import Ring
 from svclog.ruler.api import RuleLimits, RulesAPI
@@ -36,32 +38,19 @@ from svclog.storage.objstore import ObjectStore
 
 log = logging.getLogger(__name__)
 __all__ = ["RULER_RING_NAME", "RemoteRuler", "RulerActor"]
-QUERY_TIMEOUT_S = 300.0
 TICK_S = 0.5
 
 
 class RayInstantQuerier:
-    """InstantQuerier over the querier actors (round robin; the next one when one died)."""
+    """InstantQuerier over the querier actors (round robin; the next one when one is missing,
+    dead, restarting or does not answer in time)."""
 
     def __init__(self, num_queriers: int):
-        self.names = [querier_name(i) for i in range(max(1, num_queriers))]
-        self._next = itertools.count()
+        self.queriers = Queriers([querier_name(i) for i in range(max(1, num_queriers))])
 
     def instant(self, tenant: str, query: str, at_ns: int) -> list[Sample]:
         request = RangeRequest(query, at_ns, at_ns, 0, None, 100, "backward", instant=True)
-        last: Exception | None = None
-        for _ in range(len(self.names) + 1):
-            name = self.names[next(self._next) % len(self.names)]
-            try:
-                querier = named_actor(name)
-                data = ray.get(querier.query.remote([tenant], request), timeout=QUERY_TIMEOUT_S)
-                return vector_from_query_data(data)
-            except ray.exceptions.RayTaskError as err:
-                cause = getattr(err, "cause", None)
-                raise cause if isinstance(cause, SvcError) else err
-            except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError, ValueError) as err:
-                last = err  # dead, restarting or missing querier: try the next one
-        raise RuntimeError(f"no querier answered: {last}")
+        return vector_from_query_data(self.queriers.call("query", [tenant], request))
 
 
 def rule_store_uri(cfg: Config) -> str:
@@ -120,7 +109,10 @@ class RulerActor(RulerService):
             notifier = AlertmanagerNotifier(cfg.ruler.alertmanager_url,
                                             RetryPolicy(timeout_s=max(1.0, cfg.ruler.notification_timeout / 1e9)),
                                             settings.external_labels)
-        self._ring_actor = self._join_ring()
+        self._handles = Handles()
+        self._ring_member = RingMember(RULER_RING_NAME, cfg.ruler.ring.num_tokens, self._handles)
+        self._ring = RingClient(ttl=0.0, name=RULER_RING_NAME, handles=self._handles)
+        self._in_ring = self._join_ring()
         ruler = Ruler(store, RayInstantQuerier(num_queriers), settings, notifier, _remote_writer(cfg),
                       ring=self._ring_snapshot)
         super().__init__(RulesAPI(store, self._limits, on_change=self._changed), ruler, peers=self._peers)
@@ -132,19 +124,17 @@ class RulerActor(RulerService):
 
     # ------------------------------------------------------------ ring and loop
 
-    def _join_ring(self):
-        try:
-            ring = named_actor(RULER_RING_NAME)
-        except ValueError:
-            return None  # a single ruler: it owns every group
+    def _join_ring(self) -> bool:
+        if not self._ring_member.exists():
+            return False  # a single ruler: it owns every group
         node = ray.get_runtime_context().get_node_id()
-        ray.get(ring.register.remote(self.instance_id, self.instance_id, node, self.cfg.ruler.ring.num_tokens))
-        return ring
+        self._ring_member.register(self.instance_id, self.instance_id, node)
+        return True
 
     def _ring_snapshot(self) -> Ring | None:
-        if self._ring_actor is None:
+        if not self._in_ring:
             return None
-        return healthy_ring(Ring.from_snapshot(ray.get(self._ring_actor.snapshot.remote(), timeout=30)))
+        return healthy_ring(self._ring.get())
 
     def _ruler_names(self) -> list[str]:
         ring = self._ring_snapshot()
@@ -155,7 +145,7 @@ class RulerActor(RulerService):
         handles = []
         for name in self._ruler_names():
             try:
-                handles.append(named_actor(name))
+                handles.append(self._handles.get(name))
             except ValueError:
                 log.warning("ruler ring member %s has no actor", name)
         return handles
@@ -166,7 +156,7 @@ class RulerActor(RulerService):
         try:
             for name in self._ruler_names():
                 if name != self.instance_id:  # fire and forget: they poll the store anyway
-                    named_actor(name).sync_tenant.remote(tenant)
+                    fire(self._handles.get(name).sync_tenant, tenant)
         except Exception as err:  # noqa: BLE001 - the write succeeded; peers catch up at their next poll
             log.warning("ruler: telling the other rulers about tenant %s failed: %s", tenant, err)
 
@@ -180,9 +170,8 @@ class RulerActor(RulerService):
         node = ray.get_runtime_context().get_node_id()
         while not self._stop.wait(TICK_S):
             try:
-                if self._ring_actor is not None and time.monotonic() - last_beat >= heartbeat_s:
-                    self._ring_actor.heartbeat.remote(self.instance_id, self.instance_id, node, None, (),
-                                                      self.cfg.ruler.ring.num_tokens)
+                if self._in_ring and time.monotonic() - last_beat >= heartbeat_s:
+                    self._ring_member.heartbeat(self.instance_id, self.instance_id, node)
                     last_beat = time.monotonic()
                 self.ruler.tick(now_ns())
             except Exception:
@@ -202,8 +191,8 @@ class RulerActor(RulerService):
 
     def stop(self) -> None:
         self._stop.set()
-        if self._ring_actor is not None:
-            self._ring_actor.forget.remote(self.instance_id)
+        if self._in_ring:
+            self._ring_member.leave(self.instance_id)
 
 
 RemoteRuler = ray.remote(RulerActor)

@@ -11,34 +11,40 @@ import logging
 import time
 from typing import Any
 
-import ray
-from ray import serve
-
-from svclog.actors.options import (
-    COMPACTOR_NAME, INDEX_GATEWAY_RING_NAME, PATTERN_INGESTER_NAME, RING_NAME, RULER_NAME, RULER_RING_NAME,
-    index_gateway_name, querier_name, ruler_name,
-)
-from svclog.actors.registry import named_actor
-from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog import targets
+from svclog.actors.calls import (
+    CALL_TIMEOUT_S,
+    PROBE_TIMEOUT_S,
+    SHUTDOWN_TIMEOUT_S,
+    ActorMissing,
+    ActorUnavailable,
+    Handles,
+    acall,
+)
+from svclog.actors.clients import serve_deployment_states
+from svclog.actors.options import (
+    COMPACTOR_NAME,
+    INDEX_GATEWAY_RING_NAME,
+    PATTERN_INGESTER_NAME,
+    RING_NAME,
+    RULER_NAME,
+    RULER_RING_NAME,
+    index_gateway_name,
+    querier_name,
+    ruler_name,
+)
+from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.model import NotFoundError, SvcError, ValidationError
 from svclog.ring.ring import ACTIVE, Member
 from svclog.ring.status_page import RingView
 from svclog.services import ServiceSet, State, parse_state
 
 log = logging.getLogger("svclog")
-PROBE_TIMEOUT_S = 5.0
-CALL_TIMEOUT_S = 30.0
-SHUTDOWN_TIMEOUT_S = 900.0
 DEPLOYMENT_STATES = {"HEALTHY": State.RUNNING, "UPSCALING": State.RUNNING, "DOWNSCALING": State.RUNNING,
                      "UPDATING": State.STARTING, "UNHEALTHY": State.FAILED, "DEPLOY_FAILED": State.FAILED}
 NOT_A_RING = "this component runs without a ring: its instances are listed with the time each last answered"
 INDEX_GATEWAY_NOTE = ("no index gateway runs (no index-gateway ring): queriers read the index from the object "
                       "store themselves; run a target with index-gateway (backend, index-gateway, all,index-gateway)")
-
-
-async def _await(ref: Any, timeout: float) -> Any:
-    return await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
 
 
 class IngesterUnavailable(SvcError):
@@ -56,7 +62,7 @@ class RayAdmin:
     def __init__(self, cfg: Any):
         self.cfg = cfg
         self.services_set = ServiceSet()
-        self._handles: dict[str, Any] = {}
+        self._handles = Handles()
         self._last_answer_ns: dict[str, int] = {}
 
     def now_ns(self) -> int:
@@ -65,37 +71,39 @@ class RayAdmin:
     # ------------------------------------------------------------ actors
 
     def _handle(self, name: str) -> Any:
-        """The named actor's handle; ValueError when no such actor exists."""
-        handle = self._handles.get(name)
-        if handle is None:
-            handle = self._handles[name] = named_actor(name)
-        return handle
+        """The named actor's handle; ActorMissing (a ValueError) when no such actor exists."""
+        return self._handles.get(name)
 
     def _optional(self, name: str) -> Any | None:
+        return self._handles.find(name)
+
+    async def _call(self, name: str, method: str, *args: Any, timeout: float = CALL_TIMEOUT_S) -> Any:
+        """`method(*args)` on the named actor; a dead one's handle is dropped (Ray may bring it back)."""
         try:
-            return self._handle(name)
-        except ValueError:
-            return None
+            return await acall(getattr(self._handle(name), method), *args, timeout=timeout)
+        except ActorUnavailable as err:
+            if not err.restarting:
+                self._handles.drop(name)
+            raise
 
     async def _probe(self, name: str, method: str = "ready") -> tuple[State, str]:
         try:
-            handle = self._handle(name)
-        except ValueError:
+            value = await self._call(name, method, timeout=PROBE_TIMEOUT_S)
+        except ActorMissing:
             return State.FAILED, "no such actor"
-        try:
-            value = await _await(getattr(handle, method).remote(), PROBE_TIMEOUT_S)
-        except (TimeoutError, ray.exceptions.ActorUnavailableError):
-            return State.STARTING, "not answering yet"  # busy, or Ray is restarting it
-        except ray.exceptions.RayActorError as err:
-            self._handles.pop(name, None)
-            return State.FAILED, str(err).splitlines()[0] if str(err) else "actor died"
-        except (AttributeError, ray.exceptions.RayTaskError) as err:  # no such method, or it raised
+        except TimeoutError:
+            return State.STARTING, "not answering yet"  # busy
+        except ActorUnavailable as err:
+            if err.restarting:
+                return State.STARTING, "not answering yet"  # Ray is restarting it
+            return State.FAILED, _first_line(err)
+        except Exception as err:  # noqa: BLE001 - no such method, or it raised
             return State.FAILED, f"{method}: {err}".splitlines()[0]
         self._last_answer_ns[name] = time.time_ns()
         return (parse_state(value) if method == "service_state" else State.RUNNING), ""
 
     async def _ring_snapshot(self, name: str = RING_NAME) -> dict:
-        return await _await(self._handle(name).snapshot.remote(), CALL_TIMEOUT_S)
+        return await self._call(name, "snapshot")
 
     async def _ingester_names(self) -> list[str]:
         return sorted(m.address for m in (await self._ring_snapshot())["members"])
@@ -158,7 +166,7 @@ class RayAdmin:
 
         async def one(name: str) -> str:
             try:
-                await _await(self._handle(name).set_log_level.remote(level), CALL_TIMEOUT_S)
+                await self._call(name, "set_log_level", level)
                 return "ok"
             except Exception as err:  # noqa: BLE001 - best effort, reported per component
                 return f"failed: {str(err).splitlines()[0] if str(err) else type(err).__name__}"
@@ -171,7 +179,7 @@ class RayAdmin:
         if ingester:
             try:
                 self._handle(ingester)
-            except ValueError:
+            except ActorMissing:
                 raise NotFoundError(f"no ingester named {ingester!r}") from None
             return [ingester]
         names = await self._ingester_names()
@@ -185,13 +193,13 @@ class RayAdmin:
         IngesterUnavailable names each (the others have done the work); their own errors propagate."""
         async def one(name: str) -> tuple[Any, str | None]:
             try:
-                return await _await(getattr(self._handle(name), method).remote(*args), timeout), None
-            except ValueError:
+                return await self._call(name, method, *args, timeout=timeout), None
+            except ActorMissing:
                 return None, "no such actor"
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 return None, f"no answer within {timeout:g}s"
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as err:
-                self._handles.pop(name, None)  # Ray may bring it back under the same name
+            except ActorUnavailable as err:
+                self._handles.drop(name)  # Ray may bring it back under the same name
                 return None, _first_line(err)
 
         outcomes = dict(zip(names, await asyncio.gather(*(one(n) for n in names)), strict=True))
@@ -220,10 +228,10 @@ class RayAdmin:
 
     async def _terminate(self, name: str) -> None:
         try:
-            await _await(self._handle(name).terminate.remote(), CALL_TIMEOUT_S)
-        except ray.exceptions.RayActorError:
+            await self._call(name, "terminate")
+        except ActorUnavailable:
             pass  # expected: the caller of exit_actor() observes the actor's death
-        self._handles.pop(name, None)
+        self._handles.drop(name)
 
     # ------------------------------------------------------------ rings
 
@@ -247,8 +255,8 @@ class RayAdmin:
         if self._optional(INDEX_GATEWAY_RING_NAME) is not None:
             try:
                 return _ring_view(await self._ring_snapshot(INDEX_GATEWAY_RING_NAME))
-            except ray.exceptions.RayActorError:
-                self._handles.pop(INDEX_GATEWAY_RING_NAME, None)  # stopped since: look again next time
+            except ActorUnavailable:
+                self._handles.drop(INDEX_GATEWAY_RING_NAME)  # stopped since: look again next time
         return RingView((), self._ring_timeout("index-gateway"), forgettable=False, note=INDEX_GATEWAY_NOTE)
 
     def _ring_timeout(self, kind: str) -> int:
@@ -266,7 +274,7 @@ class RayAdmin:
             name = INDEX_GATEWAY_RING_NAME
         else:
             raise ValidationError(f"the {kind} has no ring to forget members from")
-        return await _await(self._handle(name).forget.remote(member_id), CALL_TIMEOUT_S)
+        return await self._call(name, "forget", member_id)
 
 
 def _ring_view(snapshot: dict) -> RingView:
@@ -275,11 +283,5 @@ def _ring_view(snapshot: dict) -> RingView:
 
 def _deployment_states() -> dict[str, tuple[State, str]]:
     """This application's Serve deployments (this gateway among them) and their states."""
-    try:
-        app_name = serve.get_replica_context().app_name
-        app = serve.status().applications[app_name]
-    except Exception as err:  # noqa: BLE001 - outside a replica or the controller is busy
-        log.warning("serve status for /services: %s", err)
-        return {}
-    return {name: (DEPLOYMENT_STATES.get(str(getattr(d.status, "value", d.status)), State.STARTING), d.message)
-            for name, d in app.deployments.items()}
+    return {name: (DEPLOYMENT_STATES.get(status, State.STARTING), message)
+            for name, (status, message) in serve_deployment_states().items()}

@@ -1,40 +1,40 @@
 """Log deletion routes: create (POST/PUT), list (GET) and cancel (DELETE) delete requests.
 
 Served under `/svc/api/v1/delete` and `/loki/api/v1/delete`; every call goes to the
-compactor actor, whose typed errors come back as the usual plain-text error responses.
-Serve pickles the app to its replicas, so pass module-level functions: `get_compactor`
-(and `auth_enabled` may be one too, read per request, when it is known only at start-up).
+compactor (through svclog/actors/service_clients.CompactorClient), whose typed errors come
+back as the usual plain-text error responses. Serve pickles the app to its replicas, so pass
+module-level functions: `get_compactor` (and `auth_enabled` may be one too, read per request,
+when it is known only at start-up).
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
 
-from svclog.model import SvcError, single_tenant
+from svclog.model import single_tenant
 from svclog.serve.errors import error_response
 from svclog.serve.request_params import read_params
 
 DELETE_PATHS = ("/svc/api/v1/delete", "/loki/api/v1/delete")
 
 
-def _svc_error(err: BaseException) -> SvcError | None:
-    """The user error behind an exception; for a Ray task error its `cause` (the error as raised)."""
-    cause = getattr(err, "cause", None)
-    if isinstance(cause, SvcError):
-        return cause
-    return err if isinstance(err, SvcError) and cause is None else None
+class DeleteRequests(Protocol):
+    """What the routes need of the compactor; its errors are the compactor's own (SvcError -> 4xx)."""
+
+    async def create_delete_request(self, tenant: str, query: str | None, start: str | None, end: str | None,
+                                    max_interval: str | None) -> None: ...
+
+    async def list_delete_requests(self, tenant: str) -> list[dict]: ...
+
+    async def cancel_delete_request(self, tenant: str, request_id: str | None, force: bool) -> None: ...
 
 
-async def _call(method: Any, *args: Any) -> Any:
-    return await method.remote(*args)
-
-
-def add_delete_routes(app: FastAPI, get_compactor: Callable[[], Any],
+def add_delete_routes(app: FastAPI, get_compactor: Callable[[], DeleteRequests],
                       auth_enabled: bool | Callable[[], bool]) -> FastAPI:
     def tenant_of(request: Request) -> str:
         enabled = auth_enabled() if callable(auth_enabled) else auth_enabled
@@ -46,19 +46,18 @@ def add_delete_routes(app: FastAPI, get_compactor: Callable[[], Any],
             params = await read_params(request)
             return await work(tenant, params)
         except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
-            user_error = _svc_error(err)
-            return error_response(user_error if user_error is not None else err)
+            return error_response(err)
 
     async def create(request: Request) -> Response:
         async def work(tenant: str, params: Any) -> Response:
-            await _call(get_compactor().create_delete_request, tenant, params.get("query"), params.get("start"),
-                        params.get("end"), params.get("max_interval"))
+            await get_compactor().create_delete_request(tenant, params.get("query"), params.get("start"),
+                                                        params.get("end"), params.get("max_interval"))
             return Response(status_code=204)
         return await guarded(request, work)
 
     async def list_requests(request: Request) -> Response:
         async def work(tenant: str, params: Any) -> Response:
-            found = await _call(get_compactor().list_delete_requests, tenant)
+            found = await get_compactor().list_delete_requests(tenant)
             body = json.dumps(found, separators=(",", ":")).encode()
             return Response(body, status_code=200, media_type="application/json")
         return await guarded(request, work)
@@ -66,7 +65,7 @@ def add_delete_routes(app: FastAPI, get_compactor: Callable[[], Any],
     async def cancel(request: Request) -> Response:
         async def work(tenant: str, params: Any) -> Response:
             force = (params.get("force") or "").lower() == "true"
-            await _call(get_compactor().cancel_delete_request, tenant, params.get("request_id"), force)
+            await get_compactor().cancel_delete_request(tenant, params.get("request_id"), force)
             return Response(status_code=204)
         return await guarded(request, work)
 

@@ -4,23 +4,23 @@ from __future__ import annotations
 import asyncio
 import time
 import threading
-import itertools
 import logging
 
-import ray
 from fastapi import FastAPI
 from starlette.responses import PlainTextResponse
 from ray import serve
 
 from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
+from svclog.actors.calls import ActorUnavailable
 from svclog.actors.options import PATTERN_INGESTER_NAME, querier_name
 from svclog.actors.registry import named_actor
+from svclog.actors.service_clients import AnswerLost, PatternFeed, Queriers, SchedulerClient
 from svclog.config import Config, config_to_yaml, limits_for, replication_factor
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.results_cache import results_cache_options
-from svclog.actors.scheduler_actor import SCHEDULER_NAME, TicketLost
+from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog import targets
 from svclog.model import SvcError
 from svclog.serve.backend import ServeBackend
@@ -100,8 +100,7 @@ class HostedDistributor:
 
     @staticmethod
     def _pattern_tee():
-        actor = named_actor(PATTERN_INGESTER_NAME)
-        tee = SampledTee(lambda batches: actor.push_batches.remote(batches))
+        tee = SampledTee(PatternFeed(named_actor(PATTERN_INGESTER_NAME)))
         threading.Thread(target=tee.run_forever, name="pattern-tee", daemon=True).start()
         return tee.offer
 
@@ -131,9 +130,9 @@ class HostedFrontend:
 
     def __init__(self, cfg: Config, num_queriers: int):
         self.num_queriers = num_queriers
-        self._queriers: list = []
-        self._scheduler = None
-        self._next = itertools.count()
+        self.queriers = Queriers([querier_name(i) for i in range(num_queriers)])
+        # looked up on first use: in the scalable modes the read group may start before the backend group
+        self.scheduler = SchedulerClient(SCHEDULER_NAME)
         self.cfg = cfg
         self.frontend = QueryFrontend(FrontendSettings(
             split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
@@ -142,20 +141,6 @@ class HostedFrontend:
             max_query_series=cfg.limits_config.max_query_series,
             max_query_length=cfg.limits_config.max_query_length),
             **results_cache_options(cfg))
-
-    # Looked up on first use: in the scalable modes the read group may start before the
-    # backend group's scheduler exists.
-    @property
-    def queriers(self) -> list:
-        if not self._queriers:
-            self._queriers = [named_actor(querier_name(i)) for i in range(self.num_queriers)]
-        return self._queriers
-
-    @property
-    def scheduler(self):
-        if self._scheduler is None:
-            self._scheduler = named_actor(SCHEDULER_NAME)
-        return self._scheduler
 
     # A scheduler restart loses its queue: the sub-queries it held are queued again on the
     # new one; a scheduler still unreachable after this long answers 503.
@@ -178,10 +163,10 @@ class HostedFrontend:
         async def enqueue(batch: list) -> list[int]:
             while True:
                 try:
-                    tickets = await self.scheduler.enqueue.remote(key, actor_path, batch, limits.deadline)
+                    tickets = await self.scheduler.enqueue(key, actor_path, batch, limits.deadline)
                     outage.pop("since", None)
                     return tickets
-                except ray.exceptions.RayActorError:
+                except ActorUnavailable:
                     await self._scheduler_lost(outage, deadline)
 
         tickets = await enqueue([(*item, limits) for item in items])
@@ -193,22 +178,14 @@ class HostedFrontend:
                 if wait <= 0:
                     raise timeout_error(limits.timeout_ns)
                 try:
-                    box = await self.scheduler.result.remote(live[i], wait)
-                    # the answer is an object its querier owns: fetched here, so that one lost with a
-                    # querier that died right after answering is queued again (reads are idempotent)
-                    return await box[0]
-                except ray.exceptions.ObjectLostError:  # OwnerDiedError included
+                    return await self.scheduler.result(live[i], wait)
+                except AnswerLost:  # its scheduler restarted, or its querier died after answering
                     live[i] = None
-                except ray.exceptions.RayActorError:
+                except ActorUnavailable:
                     live[i] = None
                     await self._scheduler_lost(outage, deadline)
-                except ray.exceptions.RayTaskError as err:
-                    if isinstance(err.cause, TicketLost):  # queued on a scheduler that restarted since
-                        live[i] = None
-                    elif isinstance(err.cause, (TimeoutError, asyncio.TimeoutError, QueryTimedOut)):
-                        raise timeout_error(limits.timeout_ns) from None
-                    else:
-                        raise
+                except (TimeoutError, QueryTimedOut):
+                    raise timeout_error(limits.timeout_ns) from None
                 (live[i],) = await enqueue([(*item, limits)])
 
         try:
@@ -224,18 +201,12 @@ class HostedFrontend:
         if now - since >= self.SCHEDULER_GRACE_S or now >= deadline:
             raise Unavailable("query scheduler unavailable (restarting), please try again")
         await asyncio.sleep(min(0.5, max(0.0, deadline - now)))
-        try:  # a scheduler created anew (not restarted in place) needs a fresh handle
-            self._scheduler = named_actor(SCHEDULER_NAME)
-        except ValueError:
-            pass
+        self.scheduler.forget()  # a scheduler created anew (not restarted in place) needs a fresh handle
 
     def _cancel(self, tickets: list) -> None:
         tickets = [t for t in tickets if t is not None]
         if tickets:
-            try:
-                self.scheduler.cancel.remote(tickets)
-            except Exception:  # noqa: BLE001 - best effort: the scheduler may be gone
-                pass
+            self.scheduler.cancel(tickets)
 
     async def query(self, tenants, request, actor_path=()):
         limits = self.limits(tenants)  # the deadline runs from the query's arrival
@@ -263,21 +234,13 @@ class HostedFrontend:
             return reply
 
     async def _call(self, method: str, *args):
-        attempts = len(self.queriers) + 1
-        last: Exception | None = None
-        for _ in range(attempts):
-            querier = self.queriers[next(self._next) % len(self.queriers)]
-            try:
-                return await getattr(querier, method).remote(*args)
-            except ray.exceptions.RayActorError as err:  # ActorUnavailableError included
-                last = err  # the querier died or restarts: try the next one
-                await asyncio.sleep(0.2)
-            except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
-                reply = ErrorReply.mapped(err)
-                if reply is None:
-                    raise
-                return reply
-        return ErrorReply.of(Unavailable(f"no querier could answer: {type(last).__name__}"))
+        try:  # a querier that died or restarts: the next one answers
+            return await self.queriers.acall(method, *args)
+        except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
+            reply = ErrorReply.mapped(err)
+            if reply is None:
+                raise
+            return reply
 
     async def metadata(self, method: str, tenants, *args):
         """Series, labels, label values, index stats and volume under the same deadline as a query

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import FastAPI
 from starlette.requests import Request
@@ -13,6 +13,7 @@ from svclog.frontend.params import default_step
 from svclog.logql.parser import parse_selector
 from svclog.model import (
     NS,
+    Matcher,
     NotFoundError,
     ValidationError,
     now_ns,
@@ -27,9 +28,15 @@ PATTERN_PATHS = ("/svc/api/v1/patterns", "/loki/api/v1/patterns")
 DISABLED = "pattern ingester is not enabled: set pattern_ingester.enabled: true to query patterns"
 
 
-def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], Any] | None,
+class PatternQueries(Protocol):
+    """The pattern ingester's query (svclog/actors/service_clients.PatternClient)."""
+
+    async def patterns(self, tenant: str, matchers: list[Matcher], start: int, end: int, step: int) -> Any: ...
+
+
+def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], PatternQueries | None] | None,
                        auth_enabled: bool | Callable[[], bool]) -> FastAPI:
-    """`get_pattern_actor` returns the pattern actor handle; None when the component is disabled."""
+    """`get_pattern_actor` returns the pattern ingester's client; None when the component is disabled."""
 
     async def patterns(request: Request) -> Response:
         actor = get_pattern_actor() if get_pattern_actor is not None else None
@@ -51,7 +58,7 @@ def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], Any] | None
             if step <= 0:
                 raise ValidationError("zero or negative query resolution step widths are not accepted. "
                                       "Try a positive integer")
-            data = await actor.patterns.remote(tenant, list(selector.matchers), start, end, step)
+            data = await actor.patterns(tenant, list(selector.matchers), start, end, step)
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
             return query_error_response(err)
         body = json.dumps({"status": "success", "data": data}, ensure_ascii=False, separators=(",", ":"))

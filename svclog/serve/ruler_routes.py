@@ -4,18 +4,17 @@ Rules API under `/svc/api/v1/rules`, `/loki/api/v1/rules` and `/api/prom/rules`;
 compat views under `/compat/api/v1/{rules,alerts}`, `/prometheus/api/v1/...` and
 `/api/prom/api/v1/...`. Namespace and group names are taken from the raw request path
 and percent-decoded one segment at a time, so a namespace holding `%2F` works.
-`get_ruler()` returns one ruler actor handle (or a list of them); when several rulers
-share the groups the compat views ask every ruler that one's `rulers()` names and merge
-the answers. With `ruler.enable_api` false every route here answers 404, as the
-reference registers none of them then.
+`get_ruler()` returns the rulers' client (svclog/actors/service_clients.RulerClient): any
+ruler answers the rules API; when several rulers share the groups the compat views ask each
+of them and merge the answers. With `ruler.enable_api` false every route here answers 404,
+as the reference registers none of them then.
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import urllib.parse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import FastAPI
 from starlette.requests import Request
@@ -32,12 +31,12 @@ YAML = "application/yaml"
 _ACCEPTED = {"status": "success", "data": None, "errorType": "", "error": ""}
 
 
-def _svc_error(err: BaseException) -> SvcError | None:
-    """The user error behind an exception; for a Ray task error its `cause`."""
-    cause = getattr(err, "cause", None)
-    if isinstance(cause, SvcError):
-        return cause
-    return err if isinstance(err, SvcError) and cause is None else None
+class Rulers(Protocol):
+    """What the routes need of the rulers; errors are the rulers' own (SvcError -> 4xx)."""
+
+    async def call(self, method: str, *args: Any) -> Any: ...
+
+    async def on_all(self, method: str, *args: Any) -> list[Any]: ...
 
 
 def _json(data: object, status: int = 200) -> Response:
@@ -58,19 +57,6 @@ def _segments(request: Request, prefix: str) -> list[str]:
     return [urllib.parse.unquote(s) for s in rest.strip("/").split("/")] if rest.strip("/") else []
 
 
-def _handles(get_ruler: Callable[[], Any]) -> list[Any]:
-    found = get_ruler()
-    return list(found) if isinstance(found, (list, tuple)) else [found]
-
-
-async def _all_rulers(get_ruler: Callable[[], Any]) -> list[Any]:
-    """Every ruler sharing the groups: a given list as is, else the ones the ruler names (itself if alone)."""
-    found = get_ruler()
-    if isinstance(found, (list, tuple)):
-        return list(found)
-    return list(await found.rulers.remote()) or [found]
-
-
 def configured_api_enabled() -> bool:
     """`ruler.enable_api` of the gateway's config (on when there is none yet: a bare app in tests)."""
     from svclog.serve import runtime
@@ -81,7 +67,7 @@ def configured_api_enabled() -> bool:
         return True
 
 
-def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: bool | Callable[[], bool],
+def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Rulers], auth_enabled: bool | Callable[[], bool],
                      api_enabled: bool | Callable[[], bool] = configured_api_enabled) -> FastAPI:
     def when_enabled(endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def guarded(request: Request) -> Response:
@@ -95,15 +81,14 @@ def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: b
         return single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=enabled)
 
     async def call(method: str, *args: Any) -> Any:
-        return await getattr(_handles(get_ruler)[0], method).remote(*args)
+        return await get_ruler().call(method, *args)
 
     def rules_endpoint(prefix: str, method: str):
         async def endpoint(request: Request) -> Response:
             try:
                 return await _rules(request, prefix, method)
             except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
-                user_error = _svc_error(err)
-                return error_response(user_error if user_error is not None else err)
+                return error_response(err)
         return endpoint
 
     async def _rules(request: Request, prefix: str, method: str) -> Response:
@@ -134,7 +119,7 @@ def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: b
             params = request.query_params
             args = (tenant, params.get("type"), params.getlist("file"), params.getlist("rule_group"),
                     params.getlist("rule_name"))
-            parts = await asyncio.gather(*(h.compat_rules.remote(*args) for h in await _all_rulers(get_ruler)))
+            parts = await get_ruler().on_all("compat_rules", *args)
             return _json({"status": "success", "data": merge_rules_data(parts)})
         except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
             return _compat_failure(err)
@@ -142,7 +127,7 @@ def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: b
     async def compat_alerts(request: Request) -> Response:
         try:
             tenant = tenant_of(request)
-            parts = await asyncio.gather(*(h.compat_alerts.remote(tenant) for h in await _all_rulers(get_ruler)))
+            parts = await get_ruler().on_all("compat_alerts", tenant)
             return _json({"status": "success", "data": merge_alerts_data(parts)})
         except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
             return _compat_failure(err)
@@ -159,5 +144,4 @@ def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Any], auth_enabled: b
 
 
 def _compat_failure(err: Exception) -> Response:
-    user_error = _svc_error(err)
-    return _compat_error(user_error) if user_error is not None else error_response(err)
+    return _compat_error(err) if isinstance(err, SvcError) else error_response(err)

@@ -17,7 +17,8 @@ from svclog import targets
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.config import replication_factor
 from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RULER_NAME
-from svclog.actors.registry import named_actor
+from svclog.actors.calls import lookup
+from svclog.actors.service_clients import CompactorClient, PatternClient, RulerClient
 from svclog.log_level import LevelFollower, apply_level
 from svclog.serve.errors import ErrorReply
 
@@ -109,23 +110,23 @@ def body_limit(path: str) -> int | None:
 def _actor(name: str) -> Any:
     key = "actor:" + name
     if key not in _state:
-        _state[key] = named_actor(name)
+        _state[key] = lookup(name)
     return _state[key]
 
 
-def compactor() -> Any:
-    return _actor(COMPACTOR_NAME)
+def compactor() -> CompactorClient:
+    return CompactorClient(_actor(COMPACTOR_NAME))
 
 
-def ruler() -> Any:
-    return _actor(RULER_NAME)
+def ruler() -> RulerClient:
+    return RulerClient(_actor(RULER_NAME))
 
 
-def pattern_actor() -> Any | None:
+def pattern_actor() -> PatternClient | None:
     """None when the pattern ingester is disabled (its endpoint then answers 404)."""
     if not config().pattern_ingester.enabled:
         return None
-    return _actor(PATTERN_INGESTER_NAME)
+    return PatternClient(_actor(PATTERN_INGESTER_NAME))
 
 
 async def push_streams(tenant: str, streams: list) -> Any:

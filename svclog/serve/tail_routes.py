@@ -21,9 +21,8 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-import ray
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -94,30 +93,23 @@ def _int_param(params: Mapping[str, str], name: str, default: int) -> int:
         raise ValidationError(f"invalid {name} {text!r}: must be an integer") from None
 
 
-class IngesterTail:
-    """The tail calls to one ingester actor (its `tail_*` methods)."""
+class IngesterTail(Protocol):
+    """The tail calls to one ingester (svclog/actors/clients.IngesterTail)."""
 
-    def __init__(self, handle: Any):
-        self.handle = handle
+    async def subscribe(self, tenant: str, query: str, sub_id: str) -> None: ...
 
-    async def subscribe(self, tenant: str, query: str, sub_id: str) -> None:
-        await self.handle.tail_subscribe.remote(tenant, query, sub_id)
+    async def poll(self, sub_id: str, max_wait_s: float) -> PollResult | None: ...
 
-    async def poll(self, sub_id: str, max_wait_s: float) -> PollResult | None:
-        return await self.handle.tail_poll.remote(sub_id, max_wait_s)
+    async def touch(self, sub_id: str) -> bool: ...
 
-    async def touch(self, sub_id: str) -> bool:
-        return await self.handle.tail_touch.remote(sub_id)
-
-    async def close(self, sub_id: str) -> None:
-        await self.handle.tail_close.remote(sub_id)
+    async def close(self, sub_id: str) -> None: ...
 
 
 class TailSession:
     def __init__(self, request: TailRequest, ingesters: Any, query: Query, encode: Encode = tail_message):
         self.request = request
         self.encode = encode  # the message shape: v1, or legacy on the deprecated paths
-        self.pool = ingesters  # IngesterPool: ring snapshot and actor handles
+        self.pool = ingesters  # IngesterPool: ring snapshot and each ingester's tail client
         self.query = query
         self.sub_id = uuid.uuid4().hex
         self.merger = TailMerger(MergeSettings(delay_ns=request.delay_for * NS))
@@ -137,7 +129,7 @@ class TailSession:
             client, task = self.followers.pop(address)
             task.cancel()
             asyncio.ensure_future(_quietly(client.close(self.sub_id)))
-        new = {address: IngesterTail(handle) for address, handle in members.items() if address not in self.followers}
+        new = {address: client for address, client in members.items() if address not in self.followers}
         outcomes = await asyncio.gather(*(c.subscribe(self.request.tenant, self.request.query, self.sub_id)
                                           for c in new.values()), return_exceptions=True)
         for (address, client), outcome in zip(new.items(), outcomes):
@@ -146,14 +138,14 @@ class TailSession:
             task = asyncio.ensure_future(self._follow(client, subscribed=not isinstance(outcome, BaseException)))
             self.followers[address] = (client, task)
 
-    def _ring_members(self) -> dict[str, Any]:
+    def _ring_members(self) -> dict[str, IngesterTail]:
         ring = self.pool.ring.get()
         members = ring.healthy_members() or list(ring.members.values())
-        handles = {}
+        clients = {}
         for member in members:
             with contextlib.suppress(ValueError):  # no such actor (yet): a later refresh finds it
-                handles[member.address] = self.pool.handle(member.address)
-        return handles
+                clients[member.address] = self.pool.tail(member.address)
+        return clients
 
     async def replay(self) -> list[TailEntry]:
         now = now_ns()
@@ -177,7 +169,7 @@ class TailSession:
                     await client.subscribe(self.request.tenant, self.request.query, self.sub_id)
                     subscribed = True
                 result = await client.poll(self.sub_id, POLL_WAIT_S)
-            except (ray.exceptions.RayError, OSError) as err:  # the ingester died or restarts
+            except Exception as err:  # noqa: BLE001 - the ingester died, restarts or failed the call
                 log.info("tail %s: ingester unavailable (%s); re-subscribing", self.sub_id, type(err).__name__)
                 subscribed = False
                 await asyncio.sleep(RETRY_S)

@@ -248,6 +248,7 @@ def build_full_app(backend: InProcessBackend) -> FastAPI:
     """build_app plus the ruler, delete, pattern, tail and admin routes over in-process components."""
     from svclog.actors.compactor_actor import CompactorActor
     from svclog.actors.pattern_actor import PatternActor
+    from svclog.actors.service_clients import CompactorClient, PatternClient, RulerClient
     from svclog.ruler.api import RulesAPI
     from svclog.ruler.ruler import Ruler, RulerSettings
     from svclog.ruler.service import RulerService
@@ -277,9 +278,9 @@ def build_full_app(backend: InProcessBackend) -> FastAPI:
     async def query_logs(tenants, request):
         return await backend.query(tenants, request)
 
-    add_ruler_routes(app, lambda: ruler_service, cfg.auth_enabled, api_enabled=True)
-    add_delete_routes(app, lambda: compactor, cfg.auth_enabled)
-    add_pattern_routes(app, lambda: patterns, cfg.auth_enabled)
+    add_ruler_routes(app, lambda: RulerClient(ruler_service), cfg.auth_enabled, api_enabled=True)
+    add_delete_routes(app, lambda: CompactorClient(compactor), cfg.auth_enabled)
+    add_pattern_routes(app, lambda: PatternClient(patterns), cfg.auth_enabled)
     add_tail_routes(app, lambda: tails, query_logs, lambda: cfg.auth_enabled, lambda: cfg)
     add_admin_routes(app, lambda: admin)
     return app

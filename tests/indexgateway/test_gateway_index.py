@@ -39,7 +39,7 @@ def _index(store, handles):
     ring = Ring()
     for name, handle in handles.items():
         ring.register(name, name, node=name, num_tokens=32)
-        index._handles[name] = handle
+        index._handles.put(name, handle)
     index.ring = ring if handles else None
     return index
 

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from svclog.model import NS
 from svclog.pattern import PatternIngester
+from svclog.actors.service_clients import PatternClient
 from svclog.serve.pattern_routes import add_pattern_routes
 from tests.pattern.test_ingester import T0, stream
 
@@ -54,7 +55,7 @@ def call(app: FastAPI, path: str, params: dict | list, headers: dict | None = No
 
 
 def make_app(actor, auth_enabled: bool = True) -> FastAPI:
-    return add_pattern_routes(FastAPI(), (lambda: actor) if actor else None, auth_enabled)
+    return add_pattern_routes(FastAPI(), (lambda: PatternClient(actor)) if actor else None, auth_enabled)
 
 
 @pytest.mark.parametrize("prefix", ["/svc", "/loki"])

@@ -16,6 +16,7 @@ from svclog.model import NS, SvcError
 from svclog.ruler.api import RulesAPI
 from svclog.ruler.ruler import Ruler, RulerSettings
 from svclog.ruler.service import RulerService
+from svclog.actors.service_clients import RulerClient
 from svclog.serve.ruler_routes import add_ruler_routes
 
 from .conftest import ALERT_BODY, RECORD_BODY
@@ -66,7 +67,7 @@ def service(rule_store):
 
 
 def _client(service, auth_enabled=True, handles=None, api_enabled=True):
-    app = add_ruler_routes(FastAPI(), lambda: handles or Handle(service), auth_enabled, api_enabled)
+    app = add_ruler_routes(FastAPI(), lambda: RulerClient(handles or Handle(service)), auth_enabled, api_enabled)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc")
 
 
@@ -186,7 +187,7 @@ def test_compat_merges_the_rulers_a_ruler_names(rule_store):
         services[member] = RulerService(api, ruler, peers=lambda: [Handle(s) for s in services.values()])
 
     async def scenario():
-        app = add_ruler_routes(FastAPI(), lambda: Handle(services["r0"]), True, api_enabled=True)
+        app = add_ruler_routes(FastAPI(), lambda: RulerClient(Handle(services["r0"])), True, api_enabled=True)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc") as c:
             for i in range(12):
                 body = ALERT_BODY.replace("api-errors", f"g{i}")

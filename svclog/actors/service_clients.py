@@ -1,0 +1,177 @@
+"""Typed clients of the actors the gateway and the ruler call: compactor (delete requests), rulers,
+pattern ingester, the querier pool and the query scheduler.
+
+Each wraps a handle (or a name looked up on first use) and calls it through `calls.acall`/`call`,
+so its callers (route modules among them) import no Ray and see only their own errors.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from ray.exceptions import ObjectLostError
+
+from svclog.actors.calls import (
+    CALL_TIMEOUT_S,
+    QUERY_TIMEOUT_S,
+    ActorUnavailable,
+    CallTimeout,
+    Handles,
+    acall,
+    awaitable,
+    call,
+    fire,
+    translate,
+)
+from svclog.actors.scheduler_actor import TicketLost
+from svclog.model import Matcher
+
+__all__ = ["AnswerLost", "CompactorClient", "PatternClient", "PatternFeed", "Queriers", "RulerClient", "SchedulerClient"]
+
+
+class CompactorClient:
+    """Delete requests (svclog/serve/delete_routes.py)."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    async def create_delete_request(self, tenant: str, query: str | None, start: str | None, end: str | None,
+                                    max_interval: str | None) -> None:
+        await acall(self.handle.create_delete_request, tenant, query, start, end, max_interval)
+
+    async def list_delete_requests(self, tenant: str) -> list[dict]:
+        return list(await acall(self.handle.list_delete_requests, tenant))
+
+    async def cancel_delete_request(self, tenant: str, request_id: str | None, force: bool) -> None:
+        await acall(self.handle.cancel_delete_request, tenant, request_id, force)
+
+
+class RulerClient:
+    """The rules API (any one ruler answers: they share a store) and the compat views, which are
+    merged from every ruler sharing the groups (svclog/serve/ruler_routes.py)."""
+
+    def __init__(self, rulers: Any | Sequence[Any]):
+        self._given = list(rulers) if isinstance(rulers, (list, tuple)) else None
+        self.first = self._given[0] if self._given else rulers
+
+    async def call(self, method: str, *args: Any) -> Any:
+        return await acall(getattr(self.first, method), *args)
+
+    async def all_rulers(self) -> list[Any]:
+        """A given list as is, else the healthy rulers the first one names (itself when alone)."""
+        if self._given is not None:
+            return self._given
+        return list(await acall(self.first.rulers)) or [self.first]
+
+    async def on_all(self, method: str, *args: Any) -> list[Any]:
+        rulers = await self.all_rulers()
+        return list(await asyncio.gather(*(acall(getattr(r, method), *args) for r in rulers)))
+
+
+class PatternClient:
+    """The pattern ingester's queries (svclog/serve/pattern_routes.py)."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    async def patterns(self, tenant: str, matchers: list[Matcher], start: int, end: int, step: int) -> Any:
+        return await acall(self.handle.patterns, tenant, matchers, start, end, step, timeout=QUERY_TIMEOUT_S)
+
+
+class PatternFeed:
+    """The distributor's tee into the pattern ingester (svclog/distributor/tee.py): batches sent
+    without waiting; the pattern ingester logs what it fails to mine."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    def __call__(self, batches: list) -> None:
+        fire(self.handle.push_batches, batches)
+
+
+class Queriers:
+    """The querier actors, called round robin; a call the querier cannot take (missing, dead,
+    restarting, or no answer in time) goes to the next one, once around the pool."""
+
+    RETRY_PAUSE_S = 0.2
+
+    def __init__(self, names: Sequence[str], handles: Handles | None = None):
+        self.names = list(names)
+        self._handles = handles or Handles()
+        self._next = itertools.count()
+
+    def _pick(self) -> Any:
+        return self._handles.get(self.names[next(self._next) % len(self.names)])
+
+    def call(self, method: str, *args: Any, timeout: float = QUERY_TIMEOUT_S) -> Any:
+        """Blocking (the ruler's evaluation thread)."""
+        last: Exception | None = None
+        for _ in range(len(self.names) + 1):
+            try:
+                querier = self._pick()
+                return call(getattr(querier, method), *args, timeout=timeout)
+            except (ActorUnavailable, CallTimeout) as err:
+                last = err
+        raise ActorUnavailable(f"no querier could answer: {last}")
+
+    async def acall(self, method: str, *args: Any, timeout: float = QUERY_TIMEOUT_S) -> Any:
+        last: Exception | None = None
+        for _ in range(len(self.names) + 1):
+            try:
+                querier = self._pick()
+                return await acall(getattr(querier, method), *args, timeout=timeout)
+            except (ActorUnavailable, CallTimeout) as err:
+                last = err
+                await asyncio.sleep(self.RETRY_PAUSE_S)
+        raise ActorUnavailable(f"no querier could answer: {type(last).__name__}")
+
+
+class AnswerLost(Exception):
+    """A sub-query's ticket or answer is gone (its scheduler restarted, or its querier died after
+    answering): queue the sub-query again (reads are idempotent)."""
+
+
+class SchedulerClient:
+    """The query scheduler (svclog/actors/scheduler_actor.py), looked up on first use and again
+    after it was lost. Errors: ActorUnavailable when it does not answer, AnswerLost, and the
+    errors its queue raises (limits, the query's own timeout) as raised."""
+
+    def __init__(self, name: str, handles: Handles | None = None):
+        self.name = name
+        self._handles = handles or Handles()
+
+    def _scheduler(self) -> Any:
+        return self._handles.get(self.name)
+
+    def forget(self) -> None:
+        """Look the scheduler up anew next time (one created anew is not the one restarted in place)."""
+        self._handles.drop(self.name)
+
+    async def enqueue(self, key: str, actor_path: tuple, items: list, deadline: float | None) -> list[int]:
+        return list(await acall(self._scheduler().enqueue, key, actor_path, items, deadline, timeout=CALL_TIMEOUT_S))
+
+    async def result(self, ticket: int | None, wait: float) -> Any:
+        """The sub-query's answer, waiting up to `wait` seconds for it."""
+        if ticket is None:
+            raise AnswerLost("no ticket")
+        try:
+            box = await acall(self._scheduler().result, ticket, wait, timeout=None)
+        except TicketLost as err:
+            raise AnswerLost(str(err)) from None
+        # the answer is an object its querier owns: fetched here, so one lost with a querier that
+        # died right after answering is queued again
+        try:
+            return await awaitable(box[0])
+        except ObjectLostError as err:  # OwnerDiedError included
+            raise AnswerLost(str(err).splitlines()[0]) from None
+        except Exception as err:  # noqa: BLE001 - re-raised as the caller's error
+            raise translate(err, "fetching an answer", None) from None
+
+    def cancel(self, tickets: list[int]) -> None:
+        """Drop the tickets, not waiting (best effort: the scheduler may be gone)."""
+        try:
+            fire(self._scheduler().cancel, tickets)
+        except ValueError:
+            pass
