@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -151,14 +154,35 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("true", "1", "yes")
 
 
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def optional_binaries() -> set[str]:
+    """The binaries the README names as optional (its "Optional binaries:" line, each in backticks)."""
+    for line in README.read_text().splitlines():
+        if line.startswith("Optional binaries:"):
+            return set(re.findall(r"`([^`]+)`", line))
+    return set()
+
+
+def skip_allowed_in_ci(item: pytest.Item) -> bool:
+    """A test marked `requires_binary(...)` may skip under CI=true when one of its binaries, each an
+    optional binary the README names, is missing from the machine."""
+    marker = item.get_closest_marker("requires_binary")
+    if marker is None:
+        return False
+    names = set(marker.args)
+    return bool(names) and names <= optional_binaries() and any(shutil.which(n) is None for n in names)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Under CI=true a skipped test is a failed one: a missing prerequisite (the shared conformance
-    cases, a tool the test extra installs, node/npm, a route the service should serve) must be
-    fixed, not hidden behind a skip."""
+    cases, a tool the test extra installs, a route the service should serve) must be fixed, not
+    hidden behind a skip. The one exception: a missing optional binary (see skip_allowed_in_ci)."""
     outcome = yield
     report = outcome.get_result()
-    if report.skipped and in_ci() and not hasattr(report, "wasxfail"):
+    if report.skipped and in_ci() and not hasattr(report, "wasxfail") and not skip_allowed_in_ci(item):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true, which is not allowed: {reason}"
