@@ -39,7 +39,10 @@ INDEX_SCHEMA = pa.schema([
 ])
 
 
-LISTING_TTL_S = 5.0  # how long a period's listing serves queries: the delay before other nodes' flushes show
+# How long a period's listing serves queries. 0 until ingesters keep flushed chunks queryable for at
+# least this long (`chunk_retain_period`): an ingester drops a chunk once it is flushed, so a
+# querier whose listing is older than the flush would miss those entries meanwhile.
+LISTING_TTL_S = 0.0
 MAX_LISTINGS = 4096  # (tenant, period) listings kept
 
 # (store id, tenant, period) -> segment keys, while a query runs (see listing_snapshot)

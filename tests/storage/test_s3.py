@@ -112,7 +112,7 @@ def test_index_reader_lists_only_the_days_a_query_covers(s3_store):
         return real_list(prefix, recursive)
 
     store.list = spy  # type: ignore[method-assign]
-    reader = IndexReader(store, clock=lambda: 0.0)  # a clock that stands still: the listing stays fresh
+    reader = IndexReader(store, listing_ttl_s=5.0, clock=lambda: 0.0)  # a clock that stands still: the listing stays fresh
     matchers = (Matcher("app", MatchType.EQ, "a"),)
     start, end = T0 + 3 * DAY + 12 * 3600 * NS, T0 + 5 * DAY  # half of day 3 and day 4
     before = store.request_counts()
