@@ -122,6 +122,8 @@ def svc(tmp_path_factory, receiver):
         "-compactor.compaction-interval=2s", "-compactor.delete-request-cancel-period=1s",
         "-compactor.retention-delete-delay=5s", "-ray.num-rulers=2",  # sweeps within a test; sharded rulers
         "-pattern-ingester.enabled=true",  # push -> tee -> pattern actor -> /patterns (e2e/test_patterns.py)
+        # e2e answers are compared without the detected_level metadata (unit tests cover discovery)
+        "-validation.discover-log-levels=false",
     ])
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     url = f"http://127.0.0.1:{port}"
