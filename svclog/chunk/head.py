@@ -139,6 +139,11 @@ class HeadBlock:
             self._table = table
         return self._table
 
+    def parts(self) -> list[pa.RecordBatch]:
+        """The appended batches as they are (immutable; no copy, unlike `table`): a WAL checkpoint
+        takes these under the ingester's lock and copies them after releasing it."""
+        return list(self._parts)
+
     def compact(self) -> None:
         """Copy shared slices into this head's own buffers, releasing the pushes they came from."""
         if not self._shared:

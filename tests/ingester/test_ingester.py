@@ -193,3 +193,44 @@ def test_the_flush_tick_lets_pushes_in_between_streams(parts):
     compacted = [i for i, e in enumerate(events) if e != "free"]
     assert len(compacted) == 2
     assert "free" in events[compacted[0] + 1:compacted[1]], events
+
+
+def test_a_checkpoint_copies_the_heads_after_releasing_the_lock(parts, monkeypatch):
+    import threading
+
+    import svclog.ingester.ingester as ingester_module
+
+    tmp, _, chunks = parts
+    ing = _ingester(tmp, chunks)
+    ing.push("t1", [_stream("a", [1], ["x"])])
+    copying, pushed = threading.Event(), threading.Event()
+    real_own = ingester_module._own_table
+
+    def slow_own(batches):
+        copying.set()
+        assert pushed.wait(5), "a push waited while the checkpoint copied a head"
+        return real_own(batches)
+
+    monkeypatch.setattr(ingester_module, "_own_table", slow_own)
+    worker = threading.Thread(target=ing.checkpoint)
+    worker.start()
+    assert copying.wait(5)
+    ing.push("t1", [_stream("a", [2], ["y"])])
+    pushed.set()
+    worker.join(5)
+    ing.close()
+    again = _ingester(tmp, chunks)
+    assert sorted(again.select("t1", (APP_A,), 0, 10)[0][1].column("ts").to_pylist()) == [1, 2]
+
+
+def test_a_checkpointed_head_slice_does_not_carry_the_whole_push():
+    import pyarrow as pa
+
+    from svclog.ingester.ingester import _own_table
+    from svclog.ingester.payload import entries_of
+
+    push = entries_of([_stream("a", list(range(1000)), ["x" * 200] * 1000)])
+    table = _own_table([push.slice(10, 20)])
+    assert table.column("ts").to_pylist() == list(range(10, 30))
+    assert table.get_total_buffer_size() < 20 * 300
+    assert isinstance(table, pa.Table)
