@@ -128,13 +128,13 @@ class IngesterPool:
         return results
 
     def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
-               shard: tuple[int, int] | None, line_filters: tuple = ()
+               shard: tuple[int, int] | None, line_filters: tuple = (), deadline: float | None = None
                ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]:
         """Entries from every ingester, how many answered, and what they scanned (before line filters).
 
         Each replica scans its own copy of a stream; as the reference (which merges every
         ingester's stats by adding them), the scans are summed, so with RF 3 a line counts 3 times."""
-        results = self._fan_out("select", tenant, matchers, start, end, shard, line_filters)
+        results = self._fan_out("select", tenant, matchers, start, end, shard, line_filters, deadline)
         scan = sum((packed.scan for packed in results), IngesterScan())
         return [item for packed in results for item in packed.unpack()], len(results), scan
 

@@ -106,8 +106,8 @@ class IngesterActor:
     def push(self, tenant, streams) -> None:
         self.ingester.push(tenant, streams)
 
-    def select(self, tenant, matchers, start, end, shard, line_filters=()):
-        return self.ingester.select_packed(tenant, matchers, start, end, shard, line_filters)
+    def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
+        return self.ingester.select_packed(tenant, matchers, start, end, shard, line_filters, deadline)
 
     def series(self, tenant, matchers, start, end):
         return self.ingester.series(tenant, matchers, start, end)

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from svclog.chunk.head import SealedChunk
-from svclog.ingester.instance import PackedStreams, TenantInstance
+from svclog.ingester.instance import PackedStreams, TenantInstance, check_deadline
 from svclog.ingester.payload import BatchStream, decode_batch, encode_batch
 from svclog.ingester.tail import TailRegistry
 from svclog.ingester.wal import WAL
@@ -125,19 +125,23 @@ class Ingester:
     # ------------------------------------------------------------ read path
 
     def select(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
-               shard: tuple[int, int] | None = None, line_filters: tuple = ()) -> list[tuple[Labels, pa.Table]]:
+               shard: tuple[int, int] | None = None, line_filters: tuple = (),
+               deadline: float | None = None) -> list[tuple[Labels, pa.Table]]:
         with self._lock:
             instance = self.tenants.get(tenant)
-            return instance.select(matchers, start, end, shard, line_filters) if instance else []
+            return instance.select(matchers, start, end, shard, line_filters, deadline) if instance else []
 
     def select_packed(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
-                      shard: tuple[int, int] | None = None, line_filters: tuple = ()):
+                      shard: tuple[int, int] | None = None, line_filters: tuple = (),
+                      deadline: float | None = None):
+        """`select` for another process; `deadline` (the query's, wall-clock seconds) stops it early."""
         with self._lock:
             instance = self.tenants.get(tenant)
             if instance is None:
                 return PackedStreams.pack([])
-            streams, scan = instance.select_scanned(matchers, start, end, shard, line_filters)
-        return PackedStreams.pack(streams, scan)  # the copy into one table runs outside the lock
+            streams, scan = instance.select_scanned(matchers, start, end, shard, line_filters, deadline)
+        check_deadline(deadline)  # nobody waits for rows of a timed-out query: do not ship them
+        return PackedStreams.pack(streams, scan)  # any copy of slices runs outside the lock
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
         with self._lock:

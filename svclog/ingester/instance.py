@@ -1,6 +1,7 @@
 """TenantInstance: one tenant's streams inside an ingester, found by label set, and its stream limit."""
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
@@ -12,7 +13,7 @@ from svclog.ingester.payload import BatchStream
 from svclog.ingester.stream import MemoryStream, line_bytes
 from svclog.ingester.stream_rate import StreamRateLimitError, StreamRateLimits
 from svclog.logql.source import IngesterScan
-from svclog.model import Labels, LimitError, Matcher, StreamColumns, labels_match
+from svclog.model import Labels, LimitError, Matcher, StreamColumns, SvcError, labels_match
 
 
 class StreamLimitError(LimitError):
@@ -31,6 +32,18 @@ def local_stream_limit(max_streams_per_user: int, max_global_streams_per_user: i
         spread = int(max_global_streams_per_user / healthy_ingesters * max(1, replication_factor))
     limits = [n for n in (max_streams_per_user, spread) if n > 0]
     return min(limits) if limits else 0
+
+
+class SelectDeadlinePassed(SvcError):
+    """A select stopped because its query's deadline passed; the querier answers with the query's
+    own timeout error (its guard names the timeout), nobody reads this one's rows."""
+
+    status = 504
+
+
+def check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.time() >= deadline:
+        raise SelectDeadlinePassed("ingester select stopped: the query's deadline passed")
 
 
 class TenantInstance:
@@ -109,16 +122,22 @@ class TenantInstance:
                 yield stream
 
     def select(self, matchers: Iterable[Matcher], start: int, end: int,
-               shard: tuple[int, int] | None = None, line_filters: tuple = ()) -> list[tuple[Labels, pa.Table]]:
-        return self.select_scanned(matchers, start, end, shard, line_filters)[0]
+               shard: tuple[int, int] | None = None, line_filters: tuple = (),
+               deadline: float | None = None) -> list[tuple[Labels, pa.Table]]:
+        return self.select_scanned(matchers, start, end, shard, line_filters, deadline)[0]
 
     def select_scanned(self, matchers: Iterable[Matcher], start: int, end: int, shard: tuple[int, int] | None = None,
-                       line_filters: tuple = ()) -> tuple[list[tuple[Labels, pa.Table]], IngesterScan]:
+                       line_filters: tuple = (), deadline: float | None = None
+                       ) -> tuple[list[tuple[Labels, pa.Table]], IngesterScan]:
         """`select`, and what it scanned for it before the line filters (the query stats): lines and
-        bytes in the range of head blocks and of sealed chunks, and the chunks overlapping it."""
+        bytes in the range of head blocks and of sealed chunks, and the chunks overlapping it.
+
+        `deadline` (wall-clock seconds, the query's): checked between streams, so a select whose
+        query has timed out stops (SelectDeadlinePassed) instead of holding the ingester."""
         out = []
         head_lines = head_bytes = chunk_lines = chunk_bytes = chunks = 0
         for stream in self.matching(matchers, shard):
+            check_deadline(deadline)
             sealed, head = stream.windows(start, end)
             chunks += len(sealed) + (head is not None)
             tables = [t for t in sealed if t.num_rows]
@@ -136,9 +155,10 @@ class TenantInstance:
         return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks)
 
     def select_packed(self, matchers: Iterable[Matcher], start: int, end: int,
-                      shard: tuple[int, int] | None = None, line_filters: tuple = ()) -> PackedStreams:
-        """`select` as one contiguous table (one transfer, one schema instead of one per stream)."""
-        return PackedStreams.pack(*self.select_scanned(matchers, start, end, shard, line_filters))
+                      shard: tuple[int, int] | None = None, line_filters: tuple = (),
+                      deadline: float | None = None) -> PackedStreams:
+        """`select` as one table (one transfer, one schema instead of one per stream)."""
+        return PackedStreams.pack(*self.select_scanned(matchers, start, end, shard, line_filters, deadline))
 
     def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:
         """(labels, entries, bytes, chunks) of matching streams with entries in [start, end)."""
@@ -201,9 +221,14 @@ class PackedStreams:
 
     @classmethod
     def pack(cls, streams: list[tuple[Labels, pa.Table]], scan: IngesterScan = NOTHING_SCANNED) -> PackedStreams:
+        """The streams' tables as the chunks of one table, without copying what is already compact.
+
+        Pickling an Arrow array sends its whole buffers, even for a slice of them: a window that
+        is a small slice of a head or chunk is copied out (`own_buffers`); every other table
+        travels as it is, its buffers written once, straight into the object store."""
         if not streams:
             return cls([], [], None, scan)
-        table = pa.concat_tables([t for _, t in streams]).combine_chunks()
+        table = pa.concat_tables([own_buffers(t) for _, t in streams])
         return cls([lb for lb, _ in streams], [t.num_rows for _, t in streams], table, scan)
 
     def unpack(self) -> list[tuple[Labels, pa.Table]]:
@@ -212,3 +237,16 @@ class PackedStreams:
             out.append((labels, self.table.slice(offset, length)))
             offset += length
         return out
+
+
+# A table referencing this much more buffer than its rows need is copied before it travels.
+SLACK = 1.25
+
+
+def own_buffers(table: pa.Table) -> pa.Table:
+    """`table`, or a copy of its rows into buffers of their own when it is a small view of larger
+    buffers (a slice): what pickling it would send is then its rows, not the buffers it views."""
+    if table.get_total_buffer_size() <= table.nbytes * SLACK + 4096:
+        return table
+    return pa.Table.from_arrays([pa.concat_arrays(column.chunks) if column.num_chunks else column
+                                 for column in table.columns], schema=table.schema)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from svclog.chunk.head import HeadBlock, SealedChunk
 from svclog.model import Labels
@@ -60,7 +59,9 @@ class MemoryStream:
                   for c in self.sealed if c.min_ts < end and c.max_ts >= start]
         head = None
         if len(self.head) and self.head.min_ts < end and self.head.max_ts >= start:
-            head = _time_window(self.head.table(), start, end, sorted_=False)
+            whole = self.head.min_ts >= start and self.head.max_ts < end
+            table = self.head.table()
+            head = table if whole else _time_window(table, start, end, sorted_=False)
         return sealed, head
 
     def snapshot(self) -> list[pa.Table]:
@@ -87,10 +88,18 @@ def line_bytes(table: pa.Table) -> int:
 
 
 def _time_window(table: pa.Table, start: int, end: int, *, sorted_: bool) -> pa.Table:
-    """Rows with start <= ts < end; sealed chunks are sorted, so a zero-copy slice does."""
-    ts = table.column("ts")
+    """Rows with start <= ts < end, as a zero-copy slice where they are one run of rows: always in
+    sorted chunks, and in a head whenever its pushes arrived in time order (the usual case).
+    Slices share their chunk's buffers: a select copies them out before they travel (see
+    `PackedStreams.pack`), so a window never costs a copy of its own here."""
+    values = table.column("ts").to_numpy()
     if sorted_:
-        values = ts.to_numpy()
         lo, hi = np.searchsorted(values, [start, end], side="left")
-        return table if (lo, hi) == (0, table.num_rows) else table.slice(int(lo), int(hi - lo))
-    return table.filter(pc.and_(pc.greater_equal(ts, start), pc.less(ts, end)))
+    else:
+        rows = np.flatnonzero((values >= start) & (values < end))
+        if not len(rows):
+            return table.slice(0, 0)
+        lo, hi = int(rows[0]), int(rows[-1]) + 1
+        if hi - lo != len(rows):  # out-of-order pushes interleave: pick the rows
+            return table.take(pa.array(rows))
+    return table if (lo, hi) == (0, table.num_rows) else table.slice(int(lo), int(hi - lo))

@@ -32,9 +32,11 @@ IngesterAnswer = tuple[list[tuple[Labels, pa.Table]], int] | tuple[list[tuple[La
 
 class IngesterReader(Protocol):
     def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
-               shard: tuple[int, int] | None, line_filters: tuple = ()) -> IngesterAnswer:
+               shard: tuple[int, int] | None, line_filters: tuple = (),
+               deadline: float | None = None) -> IngesterAnswer:
         """Unflushed entries of matching streams from every ingester, how many answered and,
-        when the ingesters tell, what they scanned for it (summed over them)."""
+        when the ingesters tell, what they scanned for it (summed over them). `deadline` is the
+        query's (wall-clock seconds): an ingester stops its select when it passes."""
         ...
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]: ...
@@ -130,8 +132,12 @@ class StoreSource:
         flushed: dict[Labels, list[pa.Table]] = {}  # the store's, in seal order
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
         if self._ingesters_wanted(request.end):
-            answer = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard,
-                                           request.line_filters)
+            try:
+                answer = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard,
+                                               request.line_filters, deadline=guard.deadline)
+            except Exception:
+                guard.check()  # a select cut short by the deadline: the query's own timeout error
+                raise
             found, reached = answer[0], answer[1]
             scan = answer[2] if len(answer) > 2 else None
             self.stats.ingester_reached = max(self.stats.ingester_reached, reached)

@@ -56,7 +56,7 @@ class LocalReplicas:
     def __init__(self, ingesters: list[Ingester]):
         self.ingesters = ingesters
 
-    def select(self, tenant, matchers, start, end, shard, line_filters=()):
+    def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
         found = [item for ing in self.ingesters for item in ing.select(tenant, matchers, start, end, shard)]
         return found, len(self.ingesters)
 

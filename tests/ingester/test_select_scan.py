@@ -79,9 +79,9 @@ class _Pool(IngesterPool):
     def __init__(self, instances: list[TenantInstance]):
         self.instances = instances
 
-    def _fan_out(self, method, tenant, matchers, start, end, shard, line_filters):
+    def _fan_out(self, method, tenant, matchers, start, end, shard, line_filters, deadline=None):
         assert method == "select"
-        return [i.select_packed(matchers, start, end, shard, line_filters) for i in self.instances]
+        return [i.select_packed(matchers, start, end, shard, line_filters, deadline) for i in self.instances]
 
 
 def test_pool_sums_every_ingesters_scan_as_the_reference():

@@ -71,7 +71,7 @@ class SlowIngesters:
                                              pa.nulls(50, CHUNK_SCHEMA.field("metadata").type)], schema=CHUNK_SCHEMA))
                       for p in range(streams)]
 
-    def select(self, tenant, matchers, start, end, shard, line_filters=()):
+    def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
         import pyarrow.compute as pc
 
         out = []

@@ -14,7 +14,7 @@ class Replicas:
     def __init__(self, ingesters):
         self.ingesters = ingesters
 
-    def select(self, tenant, matchers, start, end, shard, line_filters=()):
+    def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
         found = [item for ing in self.ingesters
                  for item in ing.select(tenant, matchers, start, end, shard, line_filters)]
         return found, len(self.ingesters)

@@ -28,7 +28,7 @@ class ScanningIngesters:
     def __init__(self, lines: list[str], scan: IngesterScan | None, reached: int = 1):
         self.lines, self.scan, self.reached = lines, scan, reached
 
-    def select(self, tenant, matchers, start, end, shard, line_filters=()):
+    def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
         kept = [line for line in self.lines if not line_filters or "hello" in line]
         found = [(Labels({"app": "a"}.items()), table(kept))] if kept else []
         return (found, self.reached) if self.scan is None else (found, self.reached, self.scan)

@@ -1,0 +1,75 @@
+"""A select sends its rows without extra copies, and stops once its query's deadline has passed."""
+import pickle
+import time
+
+import pyarrow as pa
+import pytest
+
+from svclog.chunk.head import entries_batch
+from svclog.ingester.instance import PackedStreams, SelectDeadlinePassed, TenantInstance, own_buffers
+from svclog.ingester.stream import MemoryStream
+from svclog.model import Labels, Matcher, MatchType, StreamColumns
+
+ANY_APP = (Matcher("app", MatchType.RE, ".+"),)
+
+
+def _instance(streams: int = 3, rows: int = 100) -> TenantInstance:
+    instance = TenantInstance("t")
+    instance.push([StreamColumns(Labels((("app", f"a{s}"),)), list(range(rows)), [f"line {s} {i}" for i in range(rows)])
+                   for s in range(streams)], time.time_ns())
+    return instance
+
+
+def _pickled_bytes(value) -> int:
+    buffers = []
+    data = pickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+    return len(data) + sum(memoryview(b).nbytes for b in buffers)
+
+
+def test_a_small_window_of_a_head_travels_as_its_rows_not_the_heads_buffers():
+    instance = _instance(streams=1, rows=10_000)
+    whole = instance.select_packed(ANY_APP, 0, 10_000)
+    window = instance.select_packed(ANY_APP, 100, 110)
+    assert [t.column("ts").to_pylist() for _, t in window.unpack()] == [list(range(100, 110))]
+    assert _pickled_bytes(window) * 50 < _pickled_bytes(whole)
+
+
+def test_a_head_inside_the_range_is_sent_without_a_copy():
+    instance = _instance(streams=1, rows=50)
+    head = instance.streams[Labels((("app", "a0"),))].head.table()
+    (_, sent), = instance.select_packed(ANY_APP, 0, 100).unpack()
+    assert sent.column("line").chunk(0).buffers()[2].address == head.column("line").chunk(0).buffers()[2].address
+
+
+def test_out_of_order_pushes_keep_push_order_within_a_window():
+    stream = MemoryStream(Labels((("app", "a"),)), 0)
+    for ts in ([5, 1, 9], [2, 7]):
+        stream.append(entries_batch(ts, [f"l{t}" for t in ts], None), min(ts), max(ts), 2 * len(ts), 0)
+    _, head = stream.windows(2, 8)
+    assert head.column("ts").to_pylist() == [5, 2, 7]
+    _, head = stream.windows(5, 10)
+    assert head.column("ts").to_pylist() == [5, 9, 7]
+
+
+def test_own_buffers_copies_only_views_of_larger_buffers():
+    table = pa.table({"ts": pa.array(range(1000), pa.int64()), "line": pa.array(["x" * 50] * 1000)})
+    assert own_buffers(table) is table
+    part = own_buffers(table.slice(10, 5))
+    assert part.equals(table.slice(10, 5))
+    assert part.get_total_buffer_size() < 1000
+
+
+def test_packing_keeps_each_streams_rows():
+    instance = _instance()
+    packed = instance.select_packed(ANY_APP, 10, 20)
+    again = pickle.loads(pickle.dumps(packed))
+    assert [(labels.get("app"), t.column("ts").to_pylist()) for labels, t in again.unpack()] == [
+        (f"a{s}", list(range(10, 20))) for s in range(3)]
+    assert PackedStreams.pack([]).unpack() == []
+
+
+def test_a_select_past_its_deadline_stops():
+    instance = _instance()
+    with pytest.raises(SelectDeadlinePassed):
+        instance.select_packed(ANY_APP, 0, 100, deadline=time.time() - 1)
+    assert len(instance.select_packed(ANY_APP, 0, 100, deadline=time.time() + 60).unpack()) == 3
