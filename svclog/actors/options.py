@@ -20,6 +20,7 @@ single node (or without Ray initialised) no strategy is set and Ray's default ap
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 
 import ray
@@ -57,6 +58,22 @@ def index_gateway_name(index: int) -> str:
 RULER_NAME = ruler_name(0)  # the rules API's entry; every ruler answers it (one shared store)
 
 
+def arrow_pool_env() -> dict:
+    """Actor options that start the worker with jemalloc as Arrow's memory pool (unless the
+    operator chose one with ARROW_DEFAULT_MEMORY_POOL), for the actors that hold data.
+
+    pyarrow's default, mimalloc, keeps freed pages in the heap of the thread that allocated them,
+    and an ingester runs its calls on many threads. Measured on an ingester holding 200k lines
+    (42 MB of Arrow data) after 11 queries: 560 MB anonymous memory with mimalloc, 450 MB with the
+    system allocator, 152 MB with jemalloc, which returns freed pages to the OS after a short decay.
+    Queriers keep mimalloc: with jemalloc their scans ran ~20% slower (pages faulted in again per
+    query); they release their pool after each sub-query instead (querier_actor.py). Set as an
+    environment variable, not `pa.set_memory_pool`, so Arrow's C++ code (Ray's Arrow serializer
+    included) uses it from the first allocation."""
+    pool = os.environ.get("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
+    return {"runtime_env": {"env_vars": {"ARROW_DEFAULT_MEMORY_POOL": pool}}}
+
+
 def ring_options() -> dict:
     return {"name": RING_NAME, "namespace": NAMESPACE, "num_cpus": 0.05, "max_restarts": -1,
             "max_task_retries": 3, "get_if_exists": True}
@@ -92,7 +109,7 @@ def placement(resource: str, index: int, num_cpus: float, tagged_only: bool = Fa
 def ingester_options(index: int, num_cpus: float) -> dict:
     return {"name": ingester_name(index), "namespace": NAMESPACE, "num_cpus": num_cpus,
             "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 16, "get_if_exists": True,
-            **placement(WRITE_RESOURCE, index, num_cpus)}
+            **arrow_pool_env(), **placement(WRITE_RESOURCE, index, num_cpus)}
 
 
 def compactor_options(num_cpus: float = 0.1) -> dict:
@@ -145,4 +162,4 @@ def backend_host_options(num_cpus: float) -> dict:
     ring, whose callers retry on their next heartbeat. Concurrency is the scheduler's: its dequeue
     long-polls park many calls at once (the blocking parts are bounded by their own thread pools)."""
     return {"name": BACKEND_HOST_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus, "max_restarts": -1,
-            "max_task_retries": 0, "max_concurrency": 10_000, "get_if_exists": True}
+            "max_task_retries": 0, "max_concurrency": 10_000, "get_if_exists": True, **arrow_pool_env()}
