@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ray.exceptions import RayActorError, RayError, RayTaskError
 from starlette.responses import PlainTextResponse, Response
 
+from svclog.actors.calls import remote_cause
 from svclog.model import SvcError, TenantError
 from svclog.scheduler import QuerierLostError
 from svclog.storage.objstore import StoreError
@@ -32,16 +33,6 @@ class Unavailable(SvcError):
 
 class QueryTimeout(SvcError):
     status = 504
-
-
-def remote_cause(err: BaseException) -> BaseException:
-    """The original exception behind Ray's wrappers (nested when it crossed several actors)."""
-    for _ in range(8):  # bounded: a wrapper never legitimately nests deeper
-        cause = getattr(err, "cause", None)
-        if not isinstance(cause, BaseException) or cause is err:
-            break
-        err = cause
-    return err
 
 
 def as_svc_error(err: BaseException) -> SvcError | None:
