@@ -15,15 +15,23 @@ def _shortest_digits(value: float) -> tuple[str, int]:
     return text, len(text) + int(exp) - 1
 
 
-def format_float_v(value: float) -> str:
-    """Go fmt %v of a float64 (strconv 'g' with the shortest precision)."""
+def _special(value: float) -> str | None:
+    """Go's spelling of NaN, the infinities and (signed) zero, which have no digits to format."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
-    sign = "-" if math.copysign(1.0, value) < 0 else ""
     if value == 0:
-        return sign + "0"
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    return None
+
+
+def format_float_v(value: float) -> str:
+    """Go fmt %v of a float64 (strconv 'g' with the shortest precision)."""
+    special = _special(value)
+    if special is not None:
+        return special
+    sign = "-" if value < 0 else ""
     digits, exp = _shortest_digits(value)
     if exp < -4 or exp >= 6:  # Go switches to %e at these exponents for shortest %g
         mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
@@ -33,13 +41,10 @@ def format_float_v(value: float) -> str:
 
 def format_float_f(value: float) -> str:
     """strconv.FormatFloat(value, 'f', -1, 64): plain decimal, shortest digits."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    sign = "-" if math.copysign(1.0, value) < 0 else ""
-    if value == 0:
-        return sign + "0"
+    special = _special(value)
+    if special is not None:
+        return special
+    sign = "-" if value < 0 else ""
     digits, exp = _shortest_digits(value)
     return sign + _plain(digits, exp)
 
