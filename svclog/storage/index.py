@@ -3,8 +3,8 @@
 Each flush writes one immutable index segment (Arrow IPC) per tenant and period
 under `index/<tenant>/<period>/`; the compactor merges them. Readers list the
 segments of the periods a query spans (one LIST per period, never the tenant's whole
-prefix) and cache decoded segments by key. A period's listing is kept for
-`listing_ttl_s` and shared by every query of the process meanwhile (one LIST per
+prefix) and cache decoded segments by key. A period's listing can be kept for
+`listing_ttl_s` (0 by default: see LISTING_TTL_S) and shared by every query of the process meanwhile (one LIST per
 period, not per query or sub-query); inside `listing_snapshot` a query keeps the listing
 it saw first. So a segment another process wrote is seen within `listing_ttl_s` (the
 visibility delay); one this process wrote, at once. Concurrent misses of one listing or
