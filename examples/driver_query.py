@@ -6,6 +6,7 @@
 Everything goes through svclog.client; the same calls work inside Ray tasks (see
 ray_driver.py) and from the command line (`svclog query '{app="driver-demo"}'`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,14 +21,22 @@ NS = 1_000_000_000
 def demo(client: Client, app: str = "driver-demo") -> dict:
     """Push three entries (one with structured metadata), then query them back."""
     now = time.time_ns()
-    client.push({f'{{app="{app}", env="dev"}}': [
-        (now - 3 * NS, "level=info msg=started"),
-        (now - 2 * NS, "level=error msg=failed", {"trace_id": "abc123"}),
-        (now - 1 * NS, "level=info msg=retried"),
-    ]})
+    client.push(
+        {
+            f'{{app="{app}", env="dev"}}': [
+                (now - 3 * NS, "level=info msg=started"),
+                (now - 2 * NS, "level=error msg=failed", {"trace_id": "abc123"}),
+                (now - 1 * NS, "level=info msg=retried"),
+            ]
+        }
+    )
     logs = client.query_range(f'{{app="{app}"}} | logfmt | level="error"', start=now - 60 * NS, end=now + NS)
-    counts = client.query_range(f'sum by (level) (count_over_time({{app="{app}"}} | logfmt [1m]))',
-                                start=now - 60 * NS, end=now + NS, step="10s")
+    counts = client.query_range(
+        f'sum by (level) (count_over_time({{app="{app}"}} | logfmt [1m]))',
+        start=now - 60 * NS,
+        end=now + NS,
+        step="10s",
+    )
     return {
         "error_lines": [value[1] for stream in logs["result"] for value in stream["values"]],
         "levels": sorted(item["metric"].get("level", "") for item in counts["result"]),

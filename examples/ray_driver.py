@@ -9,6 +9,7 @@ service's scheduler shares query capacity fairly between the tasks of one tenant
 tasks only speak HTTP: they can run in any Ray cluster (`--ray-address auto` joins the
 one svclog runs on). The driver prints one line per tenant and query.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,10 +43,18 @@ def run_tenant_queries(addr: str, tenant: str, queries: list[str], since_s: int)
             continue
         result = data["result"]
         points = sum(len(item.get("values", ())) for item in result)
-        rows.append({**row, "type": data["resultType"], "series": len(result), "points": points,
-                     "lines": [value[1] for item in result for value in item["values"]]
-                     if data["resultType"] == "streams" else [],
-                     "seconds": round(time.perf_counter() - started, 3)})
+        rows.append(
+            {
+                **row,
+                "type": data["resultType"],
+                "series": len(result),
+                "points": points,
+                "lines": [value[1] for item in result for value in item["values"]]
+                if data["resultType"] == "streams"
+                else [],
+                "seconds": round(time.perf_counter() - started, 3),
+            }
+        )
     return rows
 
 
@@ -83,8 +92,10 @@ def main(argv: list[str] | None = None) -> int:
             failed = True
             print(f"{row['tenant']:<12} ERROR {row['error']}  ({row['query']})")
         else:
-            print(f"{row['tenant']:<12} {row['type']:<8} series={row['series']:<3} points={row['points']:<5} "
-                  f"{row['seconds']:>6.3f}s  {row['query']}")
+            print(
+                f"{row['tenant']:<12} {row['type']:<8} series={row['series']:<3} points={row['points']:<5} "
+                f"{row['seconds']:>6.3f}s  {row['query']}"
+            )
     return 1 if failed else 0
 
 

@@ -1,4 +1,5 @@
 """The `svclog` command: `svclog serve [-config.file=F] [--address=A] [-flag=value ...]`."""
+
 from __future__ import annotations
 
 import logging
@@ -41,8 +42,10 @@ def serve_main(args: list[str]) -> int:
     except ConfigError as err:
         print(f"svclog: configuration error: {err}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=cfg.server.log_level.upper().replace("WARN", "WARNING").replace("WARNINGING", "WARNING"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=cfg.server.log_level.upper().replace("WARN", "WARNING").replace("WARNINGING", "WARNING"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     from svclog import launch as topology
 
     handles = topology.start(cfg)
@@ -52,8 +55,7 @@ def serve_main(args: list[str]) -> int:
     try:
         topology.wait_forever()
     except StopRequested as stop:
-        print(f"svclog: {signal.Signals(stop.signum).name}: stopping cleanly",
-              file=sys.stderr, flush=True)
+        print(f"svclog: {signal.Signals(stop.signum).name}: stopping cleanly", file=sys.stderr, flush=True)
     # One clean stop at a time; it is bounded (launch.STOP_TIMEOUT_S), so later signals just wait for it.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -5,6 +5,7 @@ Each command talks to a running service through svclog.client. Output is either 
 `json` (one JSON object per entry or sample for query and tail; one JSON document for
 labels and series). Errors go to stderr with exit status 1; usage errors exit with 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,10 +50,16 @@ def run(command: str, args: list[str], stdin: TextIO | None = None, stdout: Text
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--addr", default=os.environ.get("SVCLOG_ADDR", DEFAULT_ADDR),
-                        help="service address (env SVCLOG_ADDR, default %(default)s)")
-    common.add_argument("--org-id", default=os.environ.get("SVCLOG_ORG_ID"),
-                        help="tenant sent as X-Scope-OrgID; several as a|b for queries (env SVCLOG_ORG_ID)")
+    common.add_argument(
+        "--addr",
+        default=os.environ.get("SVCLOG_ADDR", DEFAULT_ADDR),
+        help="service address (env SVCLOG_ADDR, default %(default)s)",
+    )
+    common.add_argument(
+        "--org-id",
+        default=os.environ.get("SVCLOG_ORG_ID"),
+        help="tenant sent as X-Scope-OrgID; several as a|b for queries (env SVCLOG_ORG_ID)",
+    )
     common.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default %(default)s)")
     common.add_argument("--output", "-o", choices=OUTPUTS, default="default", help="output format")
 
@@ -65,8 +72,13 @@ def build_parser() -> argparse.ArgumentParser:
         cmd.add_argument("--limit", type=int, help="maximum entries (service default 100)")
         cmd.add_argument("--step", help="metric query resolution, e.g. 30s")
         cmd.add_argument("--direction", choices=("backward", "forward"), help="entry order (default backward)")
-        cmd.add_argument("--forward", dest="direction", action="store_const", const="forward",
-                         help="oldest first (--direction forward)")
+        cmd.add_argument(
+            "--forward",
+            dest="direction",
+            action="store_const",
+            const="forward",
+            help="oldest first (--direction forward)",
+        )
         cmd.add_argument("--instant", action="store_true", help="instant query at --to (or now)")
         cmd.set_defaults(handler=cmd_query)
     cmd = sub.add_parser("labels", parents=[common], help="label names, or the values of one label")
@@ -117,13 +129,20 @@ def _ns(text: str) -> int:
 
 # ---------------------------------------------------------------- commands
 
+
 def cmd_query(client: Client, opts: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
     if opts.instant:
         data = client.query(opts.logql, time=opts.end, limit=opts.limit, direction=opts.direction)
     else:
         start, end = _range(opts)
-        data = client.query_range(opts.logql, start=start, end=end if end is not None else time.time_ns(),
-                                  step=opts.step, limit=opts.limit, direction=opts.direction)
+        data = client.query_range(
+            opts.logql,
+            start=start,
+            end=end if end is not None else time.time_ns(),
+            step=opts.step,
+            limit=opts.limit,
+            direction=opts.direction,
+        )
     _write(out, format_result(data, opts.output, opts.direction or "backward"))
     return 0
 
@@ -151,8 +170,9 @@ def cmd_series(client: Client, opts: argparse.Namespace, stdin: TextIO, out: Tex
 def cmd_tail(client: Client, opts: argparse.Namespace, stdin: TextIO, out: TextIO) -> int:
     start = time.time_ns() - parse_prom_duration(opts.since) if opts.since else None
     for message in client.tail(opts.logql, delay_for=opts.delay_for, limit=opts.limit, start=start):
-        _write(out, format_result({"resultType": "streams", "result": message.get("streams", [])},
-                                  opts.output, "forward"))
+        _write(
+            out, format_result({"resultType": "streams", "result": message.get("streams", [])}, opts.output, "forward")
+        )
         out.flush()
         dropped = message.get("dropped_entries") or []
         if dropped:
@@ -196,13 +216,15 @@ def _batches(entries: Iterable[Entry], size: int) -> Iterator[list[Entry]]:
 
 # ---------------------------------------------------------------- output
 
+
 def format_result(data: dict, output: str, direction: str = "backward") -> list[str]:
     """Lines to print for a query result (`streams`, `vector`, `matrix` or `scalar`)."""
     kind = data.get("resultType")
     result = data.get("result", [])
     if kind == "streams":
-        rows = [(int(ts), stream.get("stream", {}), line)
-                for stream in result for ts, line, *_ in stream.get("values", [])]
+        rows = [
+            (int(ts), stream.get("stream", {}), line) for stream in result for ts, line, *_ in stream.get("values", [])
+        ]
         rows.sort(key=lambda row: row[0], reverse=direction == "backward")
         return [_entry_line(ts, labels, line, output) for ts, labels, line in rows]
     if kind == "vector":
@@ -220,8 +242,9 @@ def _entry_line(ts: int, labels: dict, line: str, output: str) -> str:
     if output == "raw":
         return line
     if output == "json":
-        return json.dumps({"timestamp": format_rfc3339(ts), "ts": str(ts), "labels": labels, "line": line},
-                          ensure_ascii=False)
+        return json.dumps(
+            {"timestamp": format_rfc3339(ts), "ts": str(ts), "labels": labels, "line": line}, ensure_ascii=False
+        )
     return f"{format_rfc3339(ts)} {Labels.from_dict(labels)} {line}"
 
 

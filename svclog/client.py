@@ -13,6 +13,7 @@ Times: int = Unix nanoseconds, float = Unix seconds, datetime, or a string the s
 parses (RFC 3339, epoch digits). Durations (`step`, `since`): seconds as int or float,
 a timedelta, or a duration string such as "30s" or "1h".
 """
+
 from __future__ import annotations
 
 import json
@@ -53,8 +54,15 @@ class ClientError(Exception):
 class Client:
     """One service address and tenant; cheap to create, safe to pass to Ray tasks (plain data)."""
 
-    def __init__(self, url: str, tenant: str | Sequence[str] | None = None, timeout: float = 30.0, *,
-                 headers: Mapping[str, str] | None = None, prefix: str = DEFAULT_PREFIX):
+    def __init__(
+        self,
+        url: str,
+        tenant: str | Sequence[str] | None = None,
+        timeout: float = 30.0,
+        *,
+        headers: Mapping[str, str] | None = None,
+        prefix: str = DEFAULT_PREFIX,
+    ):
         self.url = url.rstrip("/")
         self.tenant = tenant if tenant is None or isinstance(tenant, str) else "|".join(tenant)
         self.timeout = timeout
@@ -66,40 +74,67 @@ class Client:
 
     # ------------------------------------------------------------ queries
 
-    def query(self, q: str, time: TimeLike | None = None, limit: int | None = None,
-              direction: str | None = None) -> dict:
+    def query(
+        self, q: str, time: TimeLike | None = None, limit: int | None = None, direction: str | None = None
+    ) -> dict:
         """Instant query; returns `{resultType, result, stats}`."""
         params = _params(query=q, time=_time(time), limit=limit, direction=direction)
         return self._get_data("query", params)
 
-    def query_range(self, q: str, start: TimeLike, end: TimeLike, step: DurationLike | None = None,
-                    limit: int | None = None, direction: str | None = None,
-                    interval: DurationLike | None = None) -> dict:
+    def query_range(
+        self,
+        q: str,
+        start: TimeLike,
+        end: TimeLike,
+        step: DurationLike | None = None,
+        limit: int | None = None,
+        direction: str | None = None,
+        interval: DurationLike | None = None,
+    ) -> dict:
         """Range query (log or metric); returns `{resultType, result, stats}`."""
-        params = _params(query=q, start=_time(start), end=_time(end), step=_duration(step), limit=limit,
-                         direction=direction, interval=_duration(interval))
+        params = _params(
+            query=q,
+            start=_time(start),
+            end=_time(end),
+            step=_duration(step),
+            limit=limit,
+            direction=direction,
+            interval=_duration(interval),
+        )
         return self._get_data("query_range", params)
 
-    def labels(self, start: TimeLike | None = None, end: TimeLike | None = None,
-               query: str | None = None, since: DurationLike | None = None) -> list[str]:
+    def labels(
+        self,
+        start: TimeLike | None = None,
+        end: TimeLike | None = None,
+        query: str | None = None,
+        since: DurationLike | None = None,
+    ) -> list[str]:
         params = _params(start=_time(start), end=_time(end), query=query, since=_duration(since))
         return self._get_data("labels", params)
 
-    def label_values(self, name: str, start: TimeLike | None = None, end: TimeLike | None = None,
-                     query: str | None = None, since: DurationLike | None = None) -> list[str]:
+    def label_values(
+        self,
+        name: str,
+        start: TimeLike | None = None,
+        end: TimeLike | None = None,
+        query: str | None = None,
+        since: DurationLike | None = None,
+    ) -> list[str]:
         params = _params(start=_time(start), end=_time(end), query=query, since=_duration(since))
         return self._get_data(f"label/{urllib.parse.quote(name, safe='')}/values", params)
 
-    def series(self, *match: str, start: TimeLike | None = None, end: TimeLike | None = None,
-               since: DurationLike | None = None) -> list[dict[str, str]]:
+    def series(
+        self, *match: str, start: TimeLike | None = None, end: TimeLike | None = None, since: DurationLike | None = None
+    ) -> list[dict[str, str]]:
         """Label sets of the streams matching any selector (POSTed as a form: selectors may be long)."""
         if not match:
             raise ValueError("series needs at least one stream selector")
-        params = [("match[]", m) for m in match] + _params(start=_time(start), end=_time(end),
-                                                           since=_duration(since))
+        params = [("match[]", m) for m in match] + _params(start=_time(start), end=_time(end), since=_duration(since))
         body = urllib.parse.urlencode(params).encode()
-        status, payload = self._request("POST", self._path("series"), body=body,
-                                        content_type="application/x-www-form-urlencoded")
+        status, payload = self._request(
+            "POST", self._path("series"), body=body, content_type="application/x-www-form-urlencoded"
+        )
         return _envelope_data(status, payload)
 
     # ------------------------------------------------------------ ingest
@@ -120,18 +155,18 @@ class Client:
 
     # ------------------------------------------------------------ tail
 
-    def tail(self, q: str, delay_for: int | None = None, limit: int | None = None,
-             start: TimeLike | None = None) -> Iterator[dict]:
+    def tail(
+        self, q: str, delay_for: int | None = None, limit: int | None = None, start: TimeLike | None = None
+    ) -> Iterator[dict]:
         """Yield the tail's messages, `{"streams": [...], "dropped_entries": [...]}` (the latter only
         when entries were dropped), until the service closes the socket or the caller stops."""
         from websockets.exceptions import ConnectionClosedError, InvalidHandshake, InvalidStatus
         from websockets.sync.client import connect
 
         query = urllib.parse.urlencode(_params(query=q, delay_for=delay_for, limit=limit, start=_time(start)))
-        url = "ws" + self.url[len("http"):] + self._path("tail") + "?" + query
+        url = "ws" + self.url[len("http") :] + self._path("tail") + "?" + query
         try:
-            socket_ = connect(url, additional_headers=self._headers(), open_timeout=self.timeout,
-                              max_size=None)
+            socket_ = connect(url, additional_headers=self._headers(), open_timeout=self.timeout, max_size=None)
         except InvalidStatus as err:
             body = err.response.body or b""
             raise ClientError(err.response.status_code, _message(body) or "tail refused") from None
@@ -159,8 +194,9 @@ class Client:
         path = self._path(endpoint) + ("?" + urllib.parse.urlencode(params) if params else "")
         return _envelope_data(*self._request("GET", path))
 
-    def _request(self, method: str, path: str, body: bytes | None = None,
-                 content_type: str | None = None) -> tuple[int, bytes]:
+    def _request(
+        self, method: str, path: str, body: bytes | None = None, content_type: str | None = None
+    ) -> tuple[int, bytes]:
         headers = self._headers()
         if content_type:
             headers["Content-Type"] = content_type
@@ -179,6 +215,7 @@ class Client:
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def _params(**values: Any) -> list[tuple[str, str]]:
     return [(name, str(value)) for name, value in values.items() if value is not None]

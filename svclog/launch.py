@@ -1,4 +1,5 @@
 """Starts (or joins) Ray and brings up the whole topology: ring, ingesters, queriers, Serve."""
+
 from __future__ import annotations
 
 import logging
@@ -9,28 +10,40 @@ import time
 import ray
 from ray import serve
 
+from svclog import targets
 from svclog.actors.backend_host import HostedPart, RemoteBackendHost
 from svclog.actors.compactor_actor import CompactorActor, RemoteCompactor
 from svclog.actors.head import lean_local_head
 from svclog.actors.indexgateway_actor import RemoteIndexGateway
-from svclog.actors.pattern_actor import PatternActor, RemotePatternIngester
-from svclog.actors.ruler_actor import RemoteRuler, RulerActor
-from svclog.actors.scheduler_actor import SCHEDULER_NAME, RemoteScheduler, SchedulerActor, scheduler_options
 from svclog.actors.ingester_actor import RemoteIngester
 from svclog.actors.options import (
-    COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RING_NAME, backend_host_options, compactor_options,
-    index_gateway_name, index_gateway_options, index_gateway_ring_options,
-    ingester_options, pattern_ingester_options, querier_options, ring_options, ruler_name, ruler_options,
+    COMPACTOR_NAME,
+    NAMESPACE,
+    PATTERN_INGESTER_NAME,
+    RING_NAME,
+    backend_host_options,
+    compactor_options,
+    index_gateway_name,
+    index_gateway_options,
+    index_gateway_ring_options,
+    ingester_options,
+    pattern_ingester_options,
+    querier_options,
+    ring_options,
+    ruler_name,
+    ruler_options,
     ruler_ring_options,
 )
+from svclog.actors.pattern_actor import PatternActor, RemotePatternIngester
 from svclog.actors.querier_actor import RemoteQuerier
 from svclog.actors.ring_actor import RemoteRing, RingActor
-from svclog import targets
+from svclog.actors.ruler_actor import RemoteRuler, RulerActor
+from svclog.actors.scheduler_actor import SCHEDULER_NAME, RemoteScheduler, SchedulerActor, scheduler_options
 from svclog.config import Config, replication_factor
 from svclog.serve.deployments import GATEWAY_MAX_ONGOING, build_application, scaling
 from svclog.serve.port_holder import PortHolder
-from svclog.serve.standby import standby_application
 from svclog.serve.runtime import clear_log_level, mark_started
+from svclog.serve.standby import standby_application
 
 log = logging.getLogger("svclog")
 APP_NAME = "svclog"
@@ -66,8 +79,12 @@ def connect(cfg: Config) -> None:
         # balancers to deregister it (Serve's default 30 s made every Ctrl-C take 30 s); on one
         # node our own HAProxy is reconfigured at once. Pushes are durable on ack (WAL).
         os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
-    kwargs = {"namespace": NAMESPACE, "include_dashboard": bool(cfg.ray.dashboard),
-              "log_to_driver": False, "configure_logging": False}
+    kwargs = {
+        "namespace": NAMESPACE,
+        "include_dashboard": bool(cfg.ray.dashboard),
+        "log_to_driver": False,
+        "configure_logging": False,
+    }
     if address is None and cfg.ray.object_store_memory:
         kwargs["object_store_memory"] = cfg.ray.object_store_memory
     if address is None:
@@ -107,14 +124,19 @@ def start(cfg: Config) -> dict:
         ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
         ray.get(ring.snapshot.remote())
     if "ingester" in wanted:
-        ingesters = [RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(
-            cfg, f"ingester-{i}") for i in range(num_ingesters(cfg))]
+        ingesters = [
+            RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(cfg, f"ingester-{i}")
+            for i in range(num_ingesters(cfg))
+        ]
     if not hosts_backend(cfg):
         backends = start_backends(cfg, wanted)  # before the queriers, which look up the scheduler
     if "querier" in wanted:
-        queriers = [RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus,
-                                                            cfg.querier.max_concurrent)).remote(cfg, f"querier-{i}")
-                    for i in range(max(1, cfg.ray.num_queriers))]
+        queriers = [
+            RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus, cfg.querier.max_concurrent)).remote(
+                cfg, f"querier-{i}"
+            )
+            for i in range(max(1, cfg.ray.num_queriers))
+        ]
     # The actors boot (each Python worker spends seconds importing) while Serve starts: named actors
     # are registered when created, so whoever looks one up by name waits for it, never misses it.
     if holder is None:
@@ -125,17 +147,27 @@ def start(cfg: Config) -> dict:
     overlap = single_gateway(cfg)
     if overlap:  # the gateway starts beside the actors too, answering 503 until they all run
         mark_started(False)
-        serve.run(build_application(cfg, num_queriers, starting=True), name=name, route_prefix=prefix,
-                  blocking=False)
+        serve.run(build_application(cfg, num_queriers, starting=True), name=name, route_prefix=prefix, blocking=False)
         hand_over_port(holder)
     ray.get([actor.ready.remote() for actor in (ring, *ingesters, *queriers, *backends)])
     if not overlap:  # replicas elsewhere: deployed in place of the standby once everything runs
         serve.run(build_application(cfg, num_queriers), name=name, route_prefix=prefix, blocking=False)
         hand_over_port(holder)
-    log.info("svclog (%s) serving on http://%s:%d%s", cfg.target, cfg.server.http_listen_address,
-             cfg.server.http_listen_port, prefix)
-    return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "app": name,
-            "prefix": prefix}
+    log.info(
+        "svclog (%s) serving on http://%s:%d%s",
+        cfg.target,
+        cfg.server.http_listen_address,
+        cfg.server.http_listen_port,
+        prefix,
+    )
+    return {
+        "ring": ring,
+        "ingesters": ingesters,
+        "queriers": queriers,
+        "backends": backends,
+        "app": name,
+        "prefix": prefix,
+    }
 
 
 def hosts_backend(cfg: Config) -> bool:
@@ -149,22 +181,42 @@ def hosts_backend(cfg: Config) -> bool:
 def backend_parts(cfg: Config, wanted: frozenset[str] | set[str]) -> list[HostedPart]:
     """The parts of the backend host: the ring, then the scheduler, compactor, ruler and pattern
     ingester this start runs, each with the threads and CPUs its own actor had."""
-    parts = [HostedPart(RING_NAME, RingActor, (cfg.common.ring.heartbeat_timeout,), threads=1,
-                        num_cpus=ring_options()["num_cpus"])]
+    parts = [
+        HostedPart(
+            RING_NAME, RingActor, (cfg.common.ring.heartbeat_timeout,), threads=1, num_cpus=ring_options()["num_cpus"]
+        )
+    ]
     if "query-scheduler" in wanted:
         parts.append(HostedPart(SCHEDULER_NAME, SchedulerActor, (cfg,), threads=2, num_cpus=cfg.ray.scheduler_num_cpus))
     if "compactor" in wanted:
         options = compactor_options()
-        parts.append(HostedPart(COMPACTOR_NAME, CompactorActor, (cfg,), threads=options["max_concurrency"],
-                                num_cpus=options["num_cpus"]))
+        parts.append(
+            HostedPart(
+                COMPACTOR_NAME, CompactorActor, (cfg,), threads=options["max_concurrency"], num_cpus=options["num_cpus"]
+            )
+        )
     if "ruler" in wanted:
         options = ruler_options(0)
-        parts.append(HostedPart(ruler_name(0), RulerActor, (cfg, ruler_name(0), max(1, cfg.ray.num_queriers)),
-                                threads=options["max_concurrency"], num_cpus=options["num_cpus"]))
+        parts.append(
+            HostedPart(
+                ruler_name(0),
+                RulerActor,
+                (cfg, ruler_name(0), max(1, cfg.ray.num_queriers)),
+                threads=options["max_concurrency"],
+                num_cpus=options["num_cpus"],
+            )
+        )
     if "pattern-ingester" in wanted and cfg.pattern_ingester.enabled:
         options = pattern_ingester_options()
-        parts.append(HostedPart(PATTERN_INGESTER_NAME, PatternActor, (cfg,), threads=options["max_concurrency"],
-                                num_cpus=options["num_cpus"]))
+        parts.append(
+            HostedPart(
+                PATTERN_INGESTER_NAME,
+                PatternActor,
+                (cfg,),
+                threads=options["max_concurrency"],
+                num_cpus=options["num_cpus"],
+            )
+        )
     return parts
 
 
@@ -180,8 +232,10 @@ def start_backends(cfg: Config, wanted: frozenset[str] | set[str]) -> list:
     if "ruler" in wanted:
         if needs_ruler_ring(cfg):  # the ruler ring first: each ruler joins it as it starts
             backends.append(RemoteRing.options(**ruler_ring_options()).remote(cfg.ruler.ring.heartbeat_timeout))
-        backends += [RemoteRuler.options(**ruler_options(i)).remote(cfg, ruler_name(i), max(1, cfg.ray.num_queriers))
-                     for i in range(max(1, cfg.ray.num_rulers))]
+        backends += [
+            RemoteRuler.options(**ruler_options(i)).remote(cfg, ruler_name(i), max(1, cfg.ray.num_queriers))
+            for i in range(max(1, cfg.ray.num_rulers))
+        ]
     if "pattern-ingester" in wanted and cfg.pattern_ingester.enabled:
         backends.append(RemotePatternIngester.options(**pattern_ingester_options()).remote(cfg))
     return backends
@@ -196,8 +250,10 @@ def open_http(cfg: Config, name: str, prefix: str) -> None:
 
 
 def start_http(cfg: Config) -> None:
-    serve.start(http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
-                logging_config={"log_level": "WARNING", "enable_access_log": False})
+    serve.start(
+        http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
+        logging_config={"log_level": "WARNING", "enable_access_log": False},
+    )
 
 
 def hold_port(cfg: Config) -> PortHolder | None:
@@ -220,7 +276,9 @@ def hand_over_port(holder: PortHolder | None, timeout_s: float = ROUTED_TIMEOUT_
     if holder is None:
         return
     deadline = time.monotonic() + timeout_s
-    stats_port = os.environ.get("RAY_SERVE_HAPROXY_STATS_PORT") if os.environ.get("RAY_SERVE_ENABLE_HA_PROXY") == "1" else None
+    stats_port = (
+        os.environ.get("RAY_SERVE_HAPROXY_STATS_PORT") if os.environ.get("RAY_SERVE_ENABLE_HA_PROXY") == "1" else None
+    )
     if stats_port is None:
         time.sleep(1.0)
     else:
@@ -231,8 +289,9 @@ def hand_over_port(holder: PortHolder | None, timeout_s: float = ROUTED_TIMEOUT_
     holder.release()
 
 
-HAPROXY_OWN_PROXIES = frozenset({"stats", "prometheus", "default_backend", "http_frontend", "grpc_frontend",
-                                 "grpc_fallback_backend"})
+HAPROXY_OWN_PROXIES = frozenset(
+    {"stats", "prometheus", "default_backend", "http_frontend", "grpc_frontend", "grpc_fallback_backend"}
+)
 
 
 def haproxy_routes_a_replica(stats_port: int) -> bool:
@@ -250,8 +309,13 @@ def haproxy_routes_a_replica(stats_port: int) -> bool:
 
 
 def any_replica_up(rows: list[dict]) -> bool:
-    return any(row.get("pxname") not in HAPROXY_OWN_PROXIES and row.get("svname") not in ("FRONTEND", "BACKEND")
-               and row.get("bck") == "0" and (row.get("status") or "").startswith("UP") for row in rows)
+    return any(
+        row.get("pxname") not in HAPROXY_OWN_PROXIES
+        and row.get("svname") not in ("FRONTEND", "BACKEND")
+        and row.get("bck") == "0"
+        and (row.get("status") or "").startswith("UP")
+        for row in rows
+    )
 
 
 def needs_ruler_ring(cfg: Config) -> bool:
@@ -266,8 +330,13 @@ def start_index_gateways(cfg: Config) -> list:
     Queriers follow the ring and send each tenant's index lookups to the gateway owning it."""
     ring = RemoteRing.options(**index_gateway_ring_options()).remote(cfg.index_gateway.ring.heartbeat_timeout)
     ray.get(ring.ready.remote())
-    return [ring, *(RemoteIndexGateway.options(**index_gateway_options(i)).remote(cfg, index_gateway_name(i))
-                    for i in range(max(1, cfg.ray.num_index_gateways)))]
+    return [
+        ring,
+        *(
+            RemoteIndexGateway.options(**index_gateway_options(i)).remote(cfg, index_gateway_name(i))
+            for i in range(max(1, cfg.ray.num_index_gateways))
+        ),
+    ]
 
 
 # How long a clean stop waits for the ingesters' shutdown (flush, leave the ring) before killing them.
@@ -328,8 +397,7 @@ def stop_ingesters(ingesters: list, cfg: Config | None, timeout_s: float = STOP_
     flush_default = bool(cfg and cfg.ingester.wal.flush_on_shutdown)
     unregister = cfg.ingester.lifecycler.unregister_on_shutdown if cfg else True
     deadline = time.monotonic() + timeout_s
-    prepared = _answers([actor.prepare_shutdown.remote("get") for actor in ingesters],
-                        min(PROBE_TIMEOUT_S, timeout_s))
+    prepared = _answers([actor.prepare_shutdown.remote("get") for actor in ingesters], min(PROBE_TIMEOUT_S, timeout_s))
     refs = []
     for actor, marked in zip(ingesters, prepared):
         if marked is None:

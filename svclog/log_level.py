@@ -3,6 +3,7 @@
 Every svclog module logs under the `svclog` logger tree, so one level on that logger
 governs the process (handlers stay as the host configured them).
 """
+
 from __future__ import annotations
 
 import logging

@@ -3,6 +3,7 @@
 Everything here is plain Python with no I/O; every other package may import it. Go's own
 spellings (quoting, Go durations, byte sizes) live in svclog/gocompat/, below this module.
 """
+
 from __future__ import annotations
 
 import enum
@@ -21,6 +22,7 @@ from svclog.gocompat.durations import format_go_duration, parse_go_duration  # n
 from svclog.gocompat.strconv import quote as go_quote
 
 # ---------------------------------------------------------------- errors
+
 
 class SvcError(Exception):
     """An error a user can cause; serve/ maps each subclass to one HTTP status."""
@@ -156,6 +158,7 @@ class Labels:
 
 # ---------------------------------------------------------------- matchers
 
+
 class MatchType(enum.Enum):
     EQ = "="
     NEQ = "!="
@@ -245,6 +248,7 @@ def labels_match(labels: Labels, matchers: Iterable[Matcher]) -> bool:
 
 # ---------------------------------------------------------------- entries and streams
 
+
 class Entry(NamedTuple):
     """One log entry (a NamedTuple: the write path builds millions of them)."""
 
@@ -331,9 +335,7 @@ def parse_timestamp(value: str | None, default: int) -> int:
     return number
 
 
-_RFC3339 = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$"
-)
+_RFC3339 = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$")
 
 
 def parse_rfc3339(value: str) -> int:
@@ -364,8 +366,15 @@ def format_rfc3339(ts_ns: int) -> str:
 
 
 # Prometheus-style durations as used in LogQL ranges, offsets and query parameters.
-_PROM_UNITS = {"ms": 1_000_000, "s": NS, "m": 60 * NS, "h": 3600 * NS, "d": 86400 * NS,
-               "w": 7 * 86400 * NS, "y": 365 * 86400 * NS}
+_PROM_UNITS = {
+    "ms": 1_000_000,
+    "s": NS,
+    "m": 60 * NS,
+    "h": 3600 * NS,
+    "d": 86400 * NS,
+    "w": 7 * 86400 * NS,
+    "y": 365 * 86400 * NS,
+}
 _PROM_DURATION = re.compile(r"^((\d+)y)?((\d+)w)?((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?((\d+)ms)?$")
 
 
@@ -413,8 +422,9 @@ class StreamColumns:
 
     def to_push(self) -> PushStream:
         metadata = self.metadata or [None] * len(self.ts)
-        return PushStream(self.labels, [Entry(t, line, tuple(md) if md else ())
-                                        for t, line, md in zip(self.ts, self.lines, metadata)])
+        return PushStream(
+            self.labels, [Entry(t, line, tuple(md) if md else ()) for t, line, md in zip(self.ts, self.lines, metadata)]
+        )
 
     def concat(self, other: StreamColumns) -> StreamColumns:
         if self.metadata is None and other.metadata is None:
@@ -427,5 +437,9 @@ class StreamColumns:
     def from_push(cls, stream: PushStream) -> StreamColumns:
         entries = stream.entries
         metadata = [list(e.metadata) if e.metadata else None for e in entries]
-        return cls(stream.labels, [e.ts for e in entries], [e.line for e in entries],
-                   metadata if any(m is not None for m in metadata) else None)
+        return cls(
+            stream.labels,
+            [e.ts for e in entries],
+            [e.line for e in entries],
+            metadata if any(m is not None for m in metadata) else None,
+        )

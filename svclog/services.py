@@ -6,6 +6,7 @@ from them. Components hosted elsewhere (Ray actors) are *observed*: `observe` wa
 the machine along legal transitions to the state a probe reported, and starts a new
 incarnation when the reported state is unreachable (Ray restarted a failed actor).
 """
+
 from __future__ import annotations
 
 import threading
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
-class State(str, Enum):
+class State(str, Enum):  # noqa: UP042  str() of a member stays as it was
     NEW = "New"
     STARTING = "Starting"
     RUNNING = "Running"

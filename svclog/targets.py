@@ -4,12 +4,22 @@
 component name is its own target (microservices). A request for an endpoint group the
 process's components do not expose gets 404, as API.md's table prescribes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-COMPONENTS = ("distributor", "ingester", "querier", "query-frontend", "query-scheduler", "ruler",
-              "compactor", "index-gateway", "pattern-ingester")
+COMPONENTS = (
+    "distributor",
+    "ingester",
+    "querier",
+    "query-frontend",
+    "query-scheduler",
+    "ruler",
+    "compactor",
+    "index-gateway",
+    "pattern-ingester",
+)
 GROUPS = {  # target -> components it runs
     # `all` leaves out the index gateway, as the reference does: in one process its lookups would
     # only add a Ray hop per sub-query (queriers read the index themselves); `all,index-gateway` adds it
@@ -33,16 +43,29 @@ EXPOSED_BY = {
 }
 # (path prefix, group), most specific first; paths not listed are served by every component
 _PREFIXES = (
-    ("/otlp/", "ingest"), ("/api/legacy/push", "ingest"), ("/api/prom/push", "ingest"),
-    ("/flush", "ingester-admin"), ("/ingester/", "ingester-admin"),
-    ("/compat/", "rules"), ("/prometheus/", "rules"),
-    ("/distributor/ring", "distributor-ring"), ("/ring", "distributor-ring"),
-    ("/ruler/ring", "ruler-ring"), ("/compactor/ring", "compactor-ring"),
+    ("/otlp/", "ingest"),
+    ("/api/legacy/push", "ingest"),
+    ("/api/prom/push", "ingest"),
+    ("/flush", "ingester-admin"),
+    ("/ingester/", "ingester-admin"),
+    ("/compat/", "rules"),
+    ("/prometheus/", "rules"),
+    ("/distributor/ring", "distributor-ring"),
+    ("/ring", "distributor-ring"),
+    ("/ruler/ring", "ruler-ring"),
+    ("/compactor/ring", "compactor-ring"),
     ("/indexgateway/ring", "indexgateway-ring"),
-    ("/api/legacy/", "query"), ("/api/prom/rules", "rules"), ("/api/prom/", "query"),
+    ("/api/legacy/", "query"),
+    ("/api/prom/rules", "rules"),
+    ("/api/prom/", "query"),
 )
-_API_GROUPS = (("push", "ingest"), ("rules", "rules"), ("delete", "deletes"), ("format_query", None),
-               ("status/buildinfo", None))
+_API_GROUPS = (
+    ("push", "ingest"),
+    ("rules", "rules"),
+    ("delete", "deletes"),
+    ("format_query", None),
+    ("status/buildinfo", None),
+)
 
 
 def components(targets: Iterable[str]) -> frozenset[str]:
@@ -56,7 +79,7 @@ def endpoint_group(path: str) -> str | None:
     """The endpoint group of a request path; None for paths every component serves."""
     for prefix in ("/svc/api/v1/", "/loki/api/v1/"):
         if path.startswith(prefix):
-            rest = path[len(prefix):]
+            rest = path[len(prefix) :]
             for head, group in _API_GROUPS:
                 if rest == head or rest.startswith(head + "/"):
                     return group

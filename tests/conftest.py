@@ -1,4 +1,5 @@
 """Shared fixtures. The `svc` fixture starts ONE Ray cluster and svclog topology per test session."""
+
 from __future__ import annotations
 
 import os
@@ -46,11 +47,14 @@ class StartPoller:
         body = '{"streams": [{"stream": {"app": "start-poller"}, "values": [["%d", "x"]]}]}'
         with httpx.Client(timeout=5, headers={"X-Scope-OrgID": "start-poller"}) as client:
             while not self.done.is_set():
-                for method, path, content in (("GET", "/ready", None),
-                                              ("POST", "/loki/api/v1/push", body % time.time_ns())):
+                for method, path, content in (
+                    ("GET", "/ready", None),
+                    ("POST", "/loki/api/v1/push", body % time.time_ns()),
+                ):
                     try:
-                        status = client.request(method, self.url + path, content=content,
-                                                headers={"Content-Type": "application/json"}).status_code
+                        status = client.request(
+                            method, self.url + path, content=content, headers={"Content-Type": "application/json"}
+                        ).status_code
                     except httpx.HTTPError:
                         status = "refused"
                     self.seen[(path, status)] += 1
@@ -109,22 +113,37 @@ def svc(tmp_path_factory, receiver):
     overrides = data / "overrides.yaml"  # per-tenant limits; tests add their own tenants (test_limits.py)
     overrides.write_text("overrides: {}\n")
     port = _free_port()
-    cfg = load_config(None, [
-        f"-common.path-prefix={data}", f"-server.http-listen-port={port}",
-        "-querier.query-ingesters-within=0", "-querier.multi-tenant-queries-enabled=true",
-        "-ray.num-ingesters=2", "-ray.num-queriers=2", "-limits.reject-old-samples=false",
-        "-ingester.flush-check-period=1s", "-limits.max-entries-limit-per-query=100000",
-        f"-runtime-config.file={overrides}", "-runtime-config.reload-period=1s",
-        # ruler and compactor fast enough for end-to-end tests, reporting to the test receiver
-        "-ruler.enable-api=true", f"-ruler.alertmanager-url={receiver.url}/alertmanager",
-        "-ruler.evaluation-interval=1s", "-ruler.poll-interval=1s", "-ruler.remote-write.enabled=true",
-        f"-ruler.remote-write.client.url={receiver.url}/api/v1/write", "-compactor.retention-enabled=true",
-        "-compactor.compaction-interval=2s", "-compactor.delete-request-cancel-period=1s",
-        "-compactor.retention-delete-delay=5s", "-ray.num-rulers=2",  # sweeps within a test; sharded rulers
-        "-pattern-ingester.enabled=true",  # push -> tee -> pattern actor -> /patterns (e2e/test_patterns.py)
-        # e2e answers are compared without the detected_level metadata (unit tests cover discovery)
-        "-validation.discover-log-levels=false",
-    ])
+    cfg = load_config(
+        None,
+        [
+            f"-common.path-prefix={data}",
+            f"-server.http-listen-port={port}",
+            "-querier.query-ingesters-within=0",
+            "-querier.multi-tenant-queries-enabled=true",
+            "-ray.num-ingesters=2",
+            "-ray.num-queriers=2",
+            "-limits.reject-old-samples=false",
+            "-ingester.flush-check-period=1s",
+            "-limits.max-entries-limit-per-query=100000",
+            f"-runtime-config.file={overrides}",
+            "-runtime-config.reload-period=1s",
+            # ruler and compactor fast enough for end-to-end tests, reporting to the test receiver
+            "-ruler.enable-api=true",
+            f"-ruler.alertmanager-url={receiver.url}/alertmanager",
+            "-ruler.evaluation-interval=1s",
+            "-ruler.poll-interval=1s",
+            "-ruler.remote-write.enabled=true",
+            f"-ruler.remote-write.client.url={receiver.url}/api/v1/write",
+            "-compactor.retention-enabled=true",
+            "-compactor.compaction-interval=2s",
+            "-compactor.delete-request-cancel-period=1s",
+            "-compactor.retention-delete-delay=5s",
+            "-ray.num-rulers=2",  # sweeps within a test; sharded rulers
+            "-pattern-ingester.enabled=true",  # push -> tee -> pattern actor -> /patterns (e2e/test_patterns.py)
+            # e2e answers are compared without the detected_level metadata (unit tests cover discovery)
+            "-validation.discover-log-levels=false",
+        ],
+    )
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     url = f"http://127.0.0.1:{port}"
     poller = StartPoller(url)  # what a shipper would see during the start (tests/e2e/test_start_window.py)
@@ -151,6 +170,7 @@ def svc(tmp_path_factory, receiver):
 
 
 # ---------------------------------------------------------------- no silent skips in CI
+
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").lower() in ("true", "1", "yes")

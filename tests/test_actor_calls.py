@@ -1,5 +1,6 @@
 """The Ray boundary's call helper and clients (svclog/actors/calls.py, ring_member.py, service_clients.py),
 Ray-free: handles are stand-ins whose `.remote` returns a coroutine, errors are Ray's own classes."""
+
 import asyncio
 
 import pytest
@@ -23,6 +24,7 @@ class _Method:
         async def run():
             await asyncio.sleep(self.delay)
             return self.fn(*args, **kwargs)
+
         return run()
 
 
@@ -45,6 +47,7 @@ class _Fired:
 def _raise(err):
     def fn(*args, **kwargs):
         raise err
+
     return fn
 
 
@@ -72,6 +75,7 @@ def test_acall_applies_the_timeout():
 def test_a_missing_actor_is_a_503_and_a_value_error(monkeypatch):
     def missing(name):
         raise ValueError(f"no actor named {name!r}")
+
     monkeypatch.setattr(calls, "named_actor", missing)
     handles = Handles()
     with pytest.raises(ActorMissing) as err:
@@ -89,9 +93,10 @@ def test_ring_member_sends_keyword_arguments_and_its_token_count(monkeypatch):
     member = RingMember("ruler-ring", num_tokens=64, handles=handles)
     member.register("r0", "r0", "node-a")
     member.heartbeat("r0", "r0", "node-a", tokens=(1, 2, 3))
-    assert register.calls == [((), {"member_id": "r0", "address": "r0", "node": "node-a", "num_tokens": 64,
-                                     "tokens": ()})]
-    (_, kwargs), = heartbeat.calls
+    assert register.calls == [
+        ((), {"member_id": "r0", "address": "r0", "node": "node-a", "num_tokens": 64, "tokens": ()})
+    ]
+    ((_, kwargs),) = heartbeat.calls
     assert kwargs["tokens"] == (1, 2, 3) and kwargs["num_tokens"] == 3 and kwargs["state"] is None
 
 

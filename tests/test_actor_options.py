@@ -1,4 +1,5 @@
 """The data-holding actors start with jemalloc as Arrow's pool unless the operator picked one."""
+
 from svclog.actors.options import backend_host_options, ingester_options, querier_options
 
 

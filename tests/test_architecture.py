@@ -1,5 +1,6 @@
 """The layering rules of STYLE.md, checked by import-linter's contracts in pyproject.toml, and the
 one Ray boundary: actor calls only in svclog/actors/ (and the launcher, which creates the actors)."""
+
 import re
 import shutil
 import subprocess
@@ -22,8 +23,14 @@ def test_import_contracts_hold():
     exe = shutil.which("lint-imports")
     if exe is None:
         pytest.skip("import-linter is not installed (pip install -e '.[test]')")
-    result = subprocess.run([exe, "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                            env={"PYTHONPATH": str(ROOT), "PATH": str(Path(sys.executable).parent)})
+    result = subprocess.run(
+        [exe, "--no-cache"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": str(Path(sys.executable).parent)},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -41,8 +48,11 @@ def test_gocompat_is_a_leaf_by_contract():
     """Its contract forbids every other top-level module of svclog (a new one must be added there)."""
     leaf = [c for c in _contracts().values() if c["type"] == "forbidden" and c["source_modules"] == ["svclog.gocompat"]]
     assert len(leaf) == 1
-    others = {f"svclog.{p.stem}" for p in SVCLOG.iterdir()
-              if p.stem not in ("__init__", "__pycache__", "gocompat") and (p.suffix == ".py" or p.is_dir())}
+    others = {
+        f"svclog.{p.stem}"
+        for p in SVCLOG.iterdir()
+        if p.stem not in ("__init__", "__pycache__", "gocompat") and (p.suffix == ".py" or p.is_dir())
+    }
     assert others == set(leaf[0]["forbidden_modules"])
 
 
@@ -58,9 +68,11 @@ def _python_files_outside(*allowed: str) -> list[tuple[Path, str]]:
 def test_actor_calls_live_in_the_actors_package():
     """`.remote(` and `ray.get_actor` outside svclog/actors/ only in the launcher (which creates the actors)."""
     remote = re.compile(r"\.remote\(")
-    stray = [rel for path, rel in _python_files_outside("svclog/actors/", "svclog/launch.py")
-             if remote.search(path.read_text())]
+    stray = [
+        rel
+        for path, rel in _python_files_outside("svclog/actors/", "svclog/launch.py")
+        if remote.search(path.read_text())
+    ]
     assert stray == []
-    lookups = [rel for path, rel in _python_files_outside("svclog/actors/")
-               if "get_actor(" in path.read_text()]
+    lookups = [rel for path, rel in _python_files_outside("svclog/actors/") if "get_actor(" in path.read_text()]
     assert lookups == []

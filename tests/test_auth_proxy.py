@@ -1,5 +1,6 @@
 """examples/auth-proxy over real HTTP: a fake upstream (Starlette on uvicorn, in a thread) that
 echoes what it received, and the proxy started from its command line. No Ray."""
+
 from __future__ import annotations
 
 import base64
@@ -44,6 +45,7 @@ proxy_mod = _load_proxy_module()
 
 # ---------------------------------------------------------------- fake upstream
 
+
 class Upstream:
     """Records every request whose body arrived in full."""
 
@@ -51,13 +53,15 @@ class Upstream:
         self.seen: list[dict] = []
 
     def app(self) -> Starlette:
-        return Starlette(routes=[
-            Route("/ready", self.ready),
-            Route("/big", self.big),
-            Route("/gzipped", self.gzipped),
-            WebSocketRoute("/loki/api/v1/tail", self.tail),
-            Route("/{path:path}", self.echo, methods=["GET", "POST", "PUT", "DELETE", "HEAD"]),
-        ])
+        return Starlette(
+            routes=[
+                Route("/ready", self.ready),
+                Route("/big", self.big),
+                Route("/gzipped", self.gzipped),
+                WebSocketRoute("/loki/api/v1/tail", self.tail),
+                Route("/{path:path}", self.echo, methods=["GET", "POST", "PUT", "DELETE", "HEAD"]),
+            ]
+        )
 
     async def ready(self, request: Request) -> Response:
         return PlainTextResponse("ready")
@@ -66,27 +70,33 @@ class Upstream:
         async def chunks():
             for _ in range(BIG // 65536):
                 yield b"x" * 65536
+
         return StreamingResponse(chunks(), media_type="application/octet-stream")
 
     async def gzipped(self, request: Request) -> Response:
-        return Response(gzip.compress(b"compressed upstream body"),
-                        headers={"Content-Encoding": "gzip", "Content-Type": "text/plain"})
+        return Response(
+            gzip.compress(b"compressed upstream body"),
+            headers={"Content-Encoding": "gzip", "Content-Type": "text/plain"},
+        )
 
     async def echo(self, request: Request) -> Response:
         body = await request.body()
         record = {
-            "method": request.method, "path": request.url.path,
+            "method": request.method,
+            "path": request.url.path,
             "query": request.scope["query_string"].decode(),
             "headers": {k.decode().lower(): v.decode() for k, v in request.scope["headers"]},
-            "body_len": len(body), "body_sha256": hashlib.sha256(body).hexdigest(),
+            "body_len": len(body),
+            "body_sha256": hashlib.sha256(body).hexdigest(),
         }
         self.seen.append(record)
         return JSONResponse(record)
 
     async def tail(self, websocket: WebSocket) -> None:
         await websocket.accept()
-        await websocket.send_text(json.dumps({"headers": dict(websocket.headers),
-                                              "query": websocket.scope["query_string"].decode()}))
+        await websocket.send_text(
+            json.dumps({"headers": dict(websocket.headers), "query": websocket.scope["query_string"].decode()})
+        )
         message = await websocket.receive_text()
         await websocket.send_text("echo:" + message)
         await websocket.close()
@@ -122,9 +132,9 @@ def users_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("auth-proxy") / "users.yaml"
     path.write_text(f"""
 users:
-  alice: {{password_hash: "{h['alice']}", tenants: [team-a], group: blue}}
-  bob: {{password_hash: "{h['bob']}", tenants: [team-a, team-b]}}
-  ops: {{password_hash: "{h['ops']}", tenants: [], admin: true}}
+  alice: {{password_hash: "{h["alice"]}", tenants: [team-a], group: blue}}
+  bob: {{password_hash: "{h["bob"]}", tenants: [team-a, team-b]}}
+  ops: {{password_hash: "{h["ops"]}", tenants: [], admin: true}}
 """)
     return path
 
@@ -133,9 +143,23 @@ def start_proxy(upstream_url: str, users: Path, log_path: Path, *extra: str):
     """Start the proxy from its command line on a free port; returns (process, base URL)."""
     log_file = open(log_path, "w")  # noqa: SIM115 - closed with the process below
     proc = subprocess.Popen(
-        [sys.executable, str(PROXY_SCRIPT), "--listen", "127.0.0.1:0", "--upstream", upstream_url,
-         "--users", str(users), "--max-body-bytes", str(CAP), *extra],
-        stdout=subprocess.PIPE, stderr=log_file, text=True)
+        [
+            sys.executable,
+            str(PROXY_SCRIPT),
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            upstream_url,
+            "--users",
+            str(users),
+            "--max-body-bytes",
+            str(CAP),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=log_file,
+        text=True,
+    )
     proc.log_file = log_file
     line = proc.stdout.readline()  # "svclog auth proxy on http://127.0.0.1:PORT -> ..."
     assert "auth proxy on http://" in line, (line, log_path.read_text())
@@ -168,18 +192,23 @@ def basic(user: str, password: str | None = None) -> dict[str, str]:
 
 # ---------------------------------------------------------------- authentication
 
+
 def test_ready_is_open_without_credentials(client):
     response = client.get("/ready")
     assert response.status_code == 200 and response.text == "ready"
 
 
-@pytest.mark.parametrize("headers", [
-    {},
-    basic("alice", "wrong"),
-    basic("mallory", "whatever"),
-    {"Authorization": "Basic !!!not-base64"},
-    {"Authorization": "Bearer abc"},
-], ids=["none", "wrong-password", "unknown-user", "malformed", "other-scheme"])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        basic("alice", "wrong"),
+        basic("mallory", "whatever"),
+        {"Authorization": "Basic !!!not-base64"},
+        {"Authorization": "Bearer abc"},
+    ],
+    ids=["none", "wrong-password", "unknown-user", "malformed", "other-scheme"],
+)
 def test_protected_paths_need_valid_credentials(client, upstream, headers):
     before = len(upstream.seen)
     for path in ("/loki/api/v1/labels", "/svc/api/v1/push", "/metrics", "/ready/x"):
@@ -198,10 +227,16 @@ def test_user_tenant_replaces_forged_header(client):
     assert "authorization" not in got  # the caller's password never reaches the service
 
 
-@pytest.mark.parametrize(("sent", "expected"), [
-    (None, "team-a|team-b"), ("team-b", "team-b"), ("team-b|team-a", "team-b|team-a"),
-    ("team-c", "team-a|team-b"), ("team-a|team-c", "team-a|team-b"),
-])
+@pytest.mark.parametrize(
+    ("sent", "expected"),
+    [
+        (None, "team-a|team-b"),
+        ("team-b", "team-b"),
+        ("team-b|team-a", "team-b|team-a"),
+        ("team-c", "team-a|team-b"),
+        ("team-a|team-c", "team-a|team-b"),
+    ],
+)
 def test_multi_tenant_user_may_only_narrow(client, sent, expected):
     headers = basic("bob") | ({"X-Scope-OrgID": sent} if sent else {})
     assert client.get("/svc/api/v1/query", headers=headers).json()["headers"]["x-scope-orgid"] == expected
@@ -216,8 +251,9 @@ def test_admin_paths_are_for_admins_only(client):
     assert client.get("/loki/api/v1/labels", headers=basic("ops")).status_code == 403
 
 
-@pytest.mark.parametrize("path", ["/svc/api/v1/../../flush", "/svc/api/v1/%2e%2e/%2E%2E/flush",
-                                  "/svc/api/v1/label/a%2Fb/values"])
+@pytest.mark.parametrize(
+    "path", ["/svc/api/v1/../../flush", "/svc/api/v1/%2e%2e/%2E%2E/flush", "/svc/api/v1/label/a%2Fb/values"]
+)
 def test_dot_segments_and_encoded_slashes_are_refused(proxy, path):
     # A raw socket: HTTP clients normalise such paths before sending them.
     auth = basic("alice")["Authorization"]
@@ -227,12 +263,15 @@ def test_dot_segments_and_encoded_slashes_are_refused(proxy, path):
 
 # ---------------------------------------------------------------- pass-through
 
+
 def test_body_query_and_content_headers_pass_through(client):
-    payload = gzip.compress(json.dumps({"streams": [{"stream": {"app": "x"},
-                                                     "values": [["1", "line"]]}]}).encode())
+    payload = gzip.compress(json.dumps({"streams": [{"stream": {"app": "x"}, "values": [["1", "line"]]}]}).encode())
     query = "query=%7Bapp%3D%22x%22%7D%20%7C%3D%20%22a%20b%22&match[]=a&match[]=b&limit=5"
-    response = client.post(f"/loki/api/v1/push?{query}", content=payload, headers={
-        **basic("alice"), "Content-Type": "application/json", "Content-Encoding": "gzip"})
+    response = client.post(
+        f"/loki/api/v1/push?{query}",
+        content=payload,
+        headers={**basic("alice"), "Content-Type": "application/json", "Content-Encoding": "gzip"},
+    )
     got = response.json()
     assert response.status_code == 200
     assert got["method"] == "POST" and got["path"] == "/loki/api/v1/push" and got["query"] == query
@@ -269,6 +308,7 @@ def test_large_and_compressed_responses_stream_back(client):
 
 # ---------------------------------------------------------------- limits
 
+
 def test_declared_oversize_body_is_413(client, upstream):
     before = len(upstream.seen)
     response = client.post("/svc/api/v1/push", content=b"x" * (CAP + 1), headers=basic("alice"))
@@ -293,8 +333,7 @@ def _raw_exchange(proxy: str, head: str) -> bytes:
 
 
 def test_expect_100_continue_refuses_before_the_body_is_sent(proxy):
-    head = ("POST /svc/api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n"
-            "Expect: 100-continue\r\n{auth}\r\n")
+    head = "POST /svc/api/v1/push HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nExpect: 100-continue\r\n{auth}\r\n"
     assert _raw_exchange(proxy, head.format(auth="")).startswith(b"HTTP/1.1 401")
     auth = basic("alice")["Authorization"]
     big = head.replace("Content-Length: 10", f"Content-Length: {CAP + 1}")
@@ -314,6 +353,7 @@ def test_unreachable_upstream_is_502(users_file, tmp_path):
 
 
 # ---------------------------------------------------------------- WebSocket tail
+
 
 def test_websocket_tail_passes_through_with_mapped_tenant(proxy):
     url = proxy.replace("http://", "ws://") + "/loki/api/v1/tail?query=%7Bapp%3D%22x%22%7D"
@@ -337,6 +377,7 @@ def test_websocket_tail_without_credentials_is_401(proxy):
 
 # ---------------------------------------------------------------- users file and hashes
 
+
 def test_password_hashes_are_salted_scrypt():
     first, second = proxy_mod.hash_password("pw"), proxy_mod.hash_password("pw")
     assert first != second and first.startswith("scrypt$")
@@ -345,17 +386,26 @@ def test_password_hashes_are_salted_scrypt():
 
 
 def test_hash_password_command_line():
-    out = subprocess.run([sys.executable, str(PROXY_SCRIPT), "--hash-password"], input="s3cret\n",
-                         capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, str(PROXY_SCRIPT), "--hash-password"],
+        input="s3cret\n",
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    ).stdout.strip()
     assert proxy_mod.PasswordHash.parse(out).matches("s3cret")
 
 
-@pytest.mark.parametrize(("entry", "message"), [
-    ('{password_hash: "plain", tenants: [a]}', "not a password hash"),
-    ('{password_hash: "%s", tenants: ["a|b"]}', "invalid tenant"),
-    ('{password_hash: "%s", tenants: []}', "at least one tenant"),
-    ('{password_hash: "%s", tenants: [a], role: x}', "unknown keys"),
-])
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ('{password_hash: "plain", tenants: [a]}', "not a password hash"),
+        ('{password_hash: "%s", tenants: ["a|b"]}', "invalid tenant"),
+        ('{password_hash: "%s", tenants: []}', "at least one tenant"),
+        ('{password_hash: "%s", tenants: [a], role: x}', "unknown keys"),
+    ],
+)
 def test_users_file_mistakes_name_the_user(tmp_path, entry, message):
     if "%s" in entry:
         entry = entry % proxy_mod.hash_password("pw", n=2)

@@ -1,6 +1,7 @@
 """The backend host runs its parts with their own concurrency, and callers reach them by their names.
 
 Ray-free: the host is a plain class; `call` is awaited on a test event loop as Ray would."""
+
 from __future__ import annotations
 
 import asyncio
@@ -104,7 +105,7 @@ def test_a_hosted_role_routes_method_calls_to_the_host_and_pickles():
     assert role.enqueue.remote("t", (), [1], deadline=5.0) == "ref"
     assert calls == [("call", ("scheduler", "enqueue", "t", (), [1]), {"deadline": 5.0})]
     with pytest.raises(AttributeError):
-        role.__ray_ready__  # dunder and private names are never remote methods
+        role.__ray_ready__  # noqa: B018  dunder and private names are never remote methods
     assert pickle.loads(pickle.dumps(registry.HostedRole("host", "ring"))) == registry.HostedRole("host", "ring")
 
 

@@ -1,4 +1,5 @@
 """The one skip allowed under CI=true (tests/conftest.py): a missing optional binary the README names."""
+
 from types import SimpleNamespace
 
 import pytest

@@ -7,6 +7,7 @@ called here exactly like that, without network access. The rest checks that the 
 svclog agree: the node types advertise the resources svclog places actors by, the embedded
 svclog config loads, and the head starts `svclog serve --address=auto -config.file=...`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -111,14 +112,17 @@ def _break_commands_type(c: dict) -> None:
     c["head_start_ray_commands"] = "ray start --head"
 
 
-@pytest.mark.parametrize(("breaks", "reason"), [
-    (_break_unknown_key, "'autoscaling' was unexpected"),
-    (_break_head_type, "head_node_type` must be one of"),
-    (_break_min_workers, "smaller than the sum of `min_workers`"),
-    (_break_fractional_resource, "0.5 is not of type 'integer'"),
-    (_break_missing_node_config, "'node_config' is a required property"),
-    (_break_commands_type, "is not of type 'array'"),
-])
+@pytest.mark.parametrize(
+    ("breaks", "reason"),
+    [
+        (_break_unknown_key, "'autoscaling' was unexpected"),
+        (_break_head_type, "head_node_type` must be one of"),
+        (_break_min_workers, "smaller than the sum of `min_workers`"),
+        (_break_fractional_resource, "0.5 is not of type 'integer'"),
+        (_break_missing_node_config, "'node_config' is a required property"),
+        (_break_commands_type, "is not of type 'array'"),
+    ],
+)
 def test_broken_configs_are_rejected(breaks, reason):
     config = _raw()
     breaks(config)
@@ -135,8 +139,13 @@ def _node(node_id: str, cpus: float = 4, alive: bool = True, **custom) -> dict:
 
 
 def test_ingesters_go_round_robin_to_tagged_write_nodes():
-    nodes = [_node("head", 2), _node("w2", svclog_write=1), _node("w1", svclog_write=1),
-             _node("r1", svclog_read=1), _node("w3", svclog_write=1)]
+    nodes = [
+        _node("head", 2),
+        _node("w2", svclog_write=1),
+        _node("w1", svclog_write=1),
+        _node("r1", svclog_read=1),
+        _node("w3", svclog_write=1),
+    ]
     assert [choose_node(nodes, WRITE_RESOURCE, i, 1) for i in range(4)] == ["w1", "w2", "w3", "w1"]
     assert choose_node(nodes, READ_RESOURCE, 1, 1, tagged_only=True) == "r1"
 

@@ -1,4 +1,5 @@
 """svclog.config: defaults, YAML and flag loading, errors, YAML output, env expansion, tenant limits."""
+
 import dataclasses
 import os
 import pickle
@@ -88,14 +89,17 @@ def test_derived_paths(tmp_path: Path) -> None:
 
 
 def test_s3_store_uri(tmp_path: Path) -> None:
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 common:
   storage:
     s3: {bucketnames: logs, endpoint: "minio:9000", region: eu-west-1, insecure: true}
 schema_config:
   configs:
     - {from: 2024-01-01, store: tsdb, object_store: s3, schema: v13, index: {prefix: i_, period: 24h}}
-""")
+""",
+    )
     uri = object_store_uri(load_config(path))
     assert uri.startswith("s3://logs?") and "endpoint_override=minio%3A9000" in uri and "scheme=http" in uri
 
@@ -104,7 +108,9 @@ schema_config:
 
 
 def test_yaml_load(tmp_path: Path) -> None:
-    path = write(tmp_path, """
+    path = write(
+        tmp_path,
+        """
 target: read,write
 auth_enabled: false
 server: {http_listen_port: 3200, log_level: debug}
@@ -131,7 +137,8 @@ schema_config:
       object_store: filesystem
       schema: v13
       index: {prefix: index_, period: 24h}
-""")
+""",
+    )
     cfg = load_config(path)
     assert cfg.targets() == {"read", "write"}
     assert cfg.auth_enabled is False and cfg.server.http_listen_port == 3200
@@ -173,30 +180,39 @@ def test_conformance_example() -> None:
 # ---------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("text, message", [
-    ("ingester: {chunk_idel_period: 1m}", "unknown key 'ingester.chunk_idel_period' (did you mean 'chunk_idle_period'?)"),
-    ("bogus: 1", "unknown key 'bogus'"),
-    ("ingester: {wal: {enabeld: true}}", "unknown key 'ingester.wal.enabeld'"),
-    ("schema_config: {configs: [{sotre: tsdb}]}", "unknown key 'schema_config.configs[0].sotre'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "ingester: {chunk_idel_period: 1m}",
+            "unknown key 'ingester.chunk_idel_period' (did you mean 'chunk_idle_period'?)",
+        ),
+        ("bogus: 1", "unknown key 'bogus'"),
+        ("ingester: {wal: {enabeld: true}}", "unknown key 'ingester.wal.enabeld'"),
+        ("schema_config: {configs: [{sotre: tsdb}]}", "unknown key 'schema_config.configs[0].sotre'"),
+    ],
+)
 def test_unknown_keys(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(write(tmp_path, text))
     assert message in str(err.value)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("server: {http_listen_port: abc}", "'server.http_listen_port': expected int"),
-    ("auth_enabled: 'yes'", "'auth_enabled': expected bool"),
-    ("ingester: {chunk_idle_period: soon}", "'ingester.chunk_idle_period': expected a duration"),
-    ("limits_config: {max_line_size: huge}", "'limits_config.max_line_size': expected a byte size"),
-    ("limits_config: {ingestion_rate_mb: fast}", "'limits_config.ingestion_rate_mb': expected float"),
-    ("limits_config: {discover_service_name: 3}", "'limits_config.discover_service_name': expected a list"),
-    ("server: {log_level: loud}", "'server.log_level': 'loud' is not one of"),
-    ("server: 5", "'server': expected a mapping"),
-    ("target: everything", "unknown target everything"),
-    ("limits_config: {block_ingestion_until: tomorrow}", "expected an RFC 3339 timestamp"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("server: {http_listen_port: abc}", "'server.http_listen_port': expected int"),
+        ("auth_enabled: 'yes'", "'auth_enabled': expected bool"),
+        ("ingester: {chunk_idle_period: soon}", "'ingester.chunk_idle_period': expected a duration"),
+        ("limits_config: {max_line_size: huge}", "'limits_config.max_line_size': expected a byte size"),
+        ("limits_config: {ingestion_rate_mb: fast}", "'limits_config.ingestion_rate_mb': expected float"),
+        ("limits_config: {discover_service_name: 3}", "'limits_config.discover_service_name': expected a list"),
+        ("server: {log_level: loud}", "'server.log_level': 'loud' is not one of"),
+        ("server: 5", "'server': expected a mapping"),
+        ("target: everything", "unknown target everything"),
+        ("limits_config: {block_ingestion_until: tomorrow}", "expected an RFC 3339 timestamp"),
+    ],
+)
 def test_type_errors(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(write(tmp_path, text))
@@ -217,23 +233,42 @@ def test_missing_file_and_bad_yaml(tmp_path: Path) -> None:
 
 def test_flag_overrides_beat_yaml(tmp_path: Path) -> None:
     path = write(tmp_path, "server: {http_listen_port: 3200}\nauth_enabled: false\n")
-    cfg = load_config(path, ["-server.http-listen-port=3300", "-auth.enabled", "--target", "write",
-                             "-ingester.wal.enabled=false", "-common.path-prefix=/tmp/x",
-                             "-limits_config.max-line-size=1MB", "-ray.address=auto"])
+    cfg = load_config(
+        path,
+        [
+            "-server.http-listen-port=3300",
+            "-auth.enabled",
+            "--target",
+            "write",
+            "-ingester.wal.enabled=false",
+            "-common.path-prefix=/tmp/x",
+            "-limits_config.max-line-size=1MB",
+            "-ray.address=auto",
+        ],
+    )
     assert cfg.server.http_listen_port == 3300 and cfg.auth_enabled is True and cfg.target == "write"
     assert cfg.ingester.wal.enabled is False and cfg.common.path_prefix == "/tmp/x"
     assert cfg.limits_config.max_line_size == 1_000_000 and cfg.ray.address == "auto"
 
 
 def test_flag_aliases() -> None:
-    cfg = load_config(args=[
-        "-log.level=debug", "-query-scheduler.max-queue-hierarchy-levels=4",
-        "-ingester.token-file-path=/t", "-compactor.delete-request-cancel-period=1h",
-        "-querier.multi-tenant-queries-enabled", "-ruler.enable-api=true", "-pattern-ingester.enabled",
-        "-distributor.ingestion-rate-limit-mb=100", "-validation.reject-old-samples=false",
-        "-limits.ingestion-burst-size-mb", "200", "-validation.discover-service-name=svc,app",
-        "-store.retention=30d",
-    ])
+    cfg = load_config(
+        args=[
+            "-log.level=debug",
+            "-query-scheduler.max-queue-hierarchy-levels=4",
+            "-ingester.token-file-path=/t",
+            "-compactor.delete-request-cancel-period=1h",
+            "-querier.multi-tenant-queries-enabled",
+            "-ruler.enable-api=true",
+            "-pattern-ingester.enabled",
+            "-distributor.ingestion-rate-limit-mb=100",
+            "-validation.reject-old-samples=false",
+            "-limits.ingestion-burst-size-mb",
+            "200",
+            "-validation.discover-service-name=svc,app",
+            "-store.retention=30d",
+        ]
+    )
     assert cfg.server.log_level == "debug"
     assert cfg.query_scheduler.max_queue_hierarchy_levels == 4
     assert cfg.ingester.lifecycler.tokens_file_path == "/t"
@@ -245,14 +280,17 @@ def test_flag_aliases() -> None:
     assert limits.retention_period == 30 * 24 * HOUR
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-no.such-flag=1"], "unknown flag '-no.such-flag'"),
-    (["-ingester.wal"], "unknown flag '-ingester.wal'"),
-    (["-auth.enabled=maybe"], "flag '-auth.enabled': expected bool"),
-    (["-server.http-listen-port=abc"], "'server.http_listen_port': expected int"),
-    (["-server.http-listen-port"], "flag '-server.http-listen-port' needs a value"),
-    (["stray"], "unexpected command-line argument"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-no.such-flag=1"], "unknown flag '-no.such-flag'"),
+        (["-ingester.wal"], "unknown flag '-ingester.wal'"),
+        (["-auth.enabled=maybe"], "flag '-auth.enabled': expected bool"),
+        (["-server.http-listen-port=abc"], "'server.http_listen_port': expected int"),
+        (["-server.http-listen-port"], "flag '-server.http-listen-port' needs a value"),
+        (["stray"], "unexpected command-line argument"),
+    ],
+)
 def test_flag_errors(args: list[str], message: str) -> None:
     with pytest.raises(ConfigError) as err:
         load_config(args=args)
@@ -282,11 +320,13 @@ def test_full_yaml_round_trip(tmp_path: Path) -> None:
 
 def test_diffs_yaml(tmp_path: Path) -> None:
     assert config_to_yaml(default_config(), "diffs").strip() == "{}"
-    cfg = load_config(args=["-server.http-listen-port=3200", "-limits.retention-period=2w",
-                            "-ray.num-queriers=5"])
+    cfg = load_config(args=["-server.http-listen-port=3200", "-limits.retention-period=2w", "-ray.num-queriers=5"])
     diffs = yaml.safe_load(config_to_yaml(cfg, "diffs"))
-    assert diffs == {"server": {"http_listen_port": 3200}, "limits_config": {"retention_period": "2w"},
-                     "ray": {"num_queriers": 5}}
+    assert diffs == {
+        "server": {"http_listen_port": 3200},
+        "limits_config": {"retention_period": "2w"},
+        "ray": {"num_queriers": 5},
+    }
     assert load_config(write(tmp_path, config_to_yaml(cfg, "diffs"))) == cfg
 
 
@@ -305,8 +345,9 @@ def test_defaults_yaml(tmp_path: Path) -> None:
 def test_env_expansion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SVCLOG_PORT", "3999")
     monkeypatch.delenv("SVCLOG_UNSET", raising=False)
-    path = write(tmp_path, "server:\n  http_listen_port: ${SVCLOG_PORT}\n"
-                           "common:\n  path_prefix: ${SVCLOG_UNSET:-/var/svclog}\n")
+    path = write(
+        tmp_path, "server:\n  http_listen_port: ${SVCLOG_PORT}\ncommon:\n  path_prefix: ${SVCLOG_UNSET:-/var/svclog}\n"
+    )
     cfg = load_config(path, expand_env=True)
     assert cfg.server.http_listen_port == 3999 and cfg.common.path_prefix == "/var/svclog"
     assert load_config(path, ["-config.expand-env=true"]) == cfg
@@ -318,18 +359,25 @@ def test_env_expansion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_limits_for(tmp_path: Path) -> None:
-    overrides = write(tmp_path, """
+    overrides = write(
+        tmp_path,
+        """
 overrides:
   tenant-a:
     ingestion_rate_mb: 50
     max_query_length: 12h
     shard_streams: {enabled: false}
-""", "overrides.yaml")
+""",
+        "overrides.yaml",
+    )
     path = write(tmp_path, f"runtime_config: {{file: {overrides}}}\nlimits_config: {{max_query_series: 42}}\n")
     cfg = load_config(path)
     a = limits_for(cfg, "tenant-a")
     assert a.ingestion_rate_mb == 50.0 and a.max_query_length == 12 * HOUR
-    assert a.shard_streams.enabled is False and a.shard_streams.desired_rate == cfg.limits_config.shard_streams.desired_rate
+    assert (
+        a.shard_streams.enabled is False
+        and a.shard_streams.desired_rate == cfg.limits_config.shard_streams.desired_rate
+    )
     assert a.max_query_series == 42  # unset keys inherit limits_config, not the built-in defaults
     assert limits_for(cfg, "tenant-b") == cfg.limits_config
     assert limits_for(load_config(), "tenant-a") == load_config().limits_config
@@ -357,13 +405,17 @@ def test_config_class_defaults_match_loader() -> None:
 
 # ---------------------------------------------------------------- replication factor
 
-@pytest.mark.parametrize(("yaml_text", "args", "expected"), [
-    ("", (), 1),
-    ("common: {replication_factor: 3}", (), 3),
-    ("common: {replication_factor: 3}\ningester: {lifecycler: {ring: {replication_factor: 2}}}", (), 2),
-    ("common: {replication_factor: 3}", ("-ingester.replication-factor=1",), 1),
-    ("ingester: {lifecycler: {ring: {replication_factor: 2}}}", (), 2),
-])
+
+@pytest.mark.parametrize(
+    ("yaml_text", "args", "expected"),
+    [
+        ("", (), 1),
+        ("common: {replication_factor: 3}", (), 3),
+        ("common: {replication_factor: 3}\ningester: {lifecycler: {ring: {replication_factor: 2}}}", (), 2),
+        ("common: {replication_factor: 3}", ("-ingester.replication-factor=1",), 1),
+        ("ingester: {lifecycler: {ring: {replication_factor: 2}}}", (), 2),
+    ],
+)
 def test_ingester_replication_factor_wins_over_common(tmp_path: Path, yaml_text: str, args, expected) -> None:
     cfg = load_config(write(tmp_path, yaml_text or "{}"), args)
     assert replication_factor(cfg) == expected
@@ -374,8 +426,10 @@ def test_ingester_replication_factor_wins_over_common(tmp_path: Path, yaml_text:
 def test_printed_config_hides_store_secrets(tmp_path):
     """/config prints secrets as the reference does: `********` when set, the URL's password hidden."""
     path = tmp_path / "s3.yaml"
-    path.write_text("storage_config:\n  aws:\n    s3: s3://AKID:hunter2@us-east-1/bucket\n"
-                    "    access_key_id: AKID\n    secret_access_key: hunter2\n")
+    path.write_text(
+        "storage_config:\n  aws:\n    s3: s3://AKID:hunter2@us-east-1/bucket\n"
+        "    access_key_id: AKID\n    secret_access_key: hunter2\n"
+    )
     printed = config_to_yaml(load_config(str(path)))
     assert "hunter2" not in printed
     assert "secret_access_key: '********'" in printed and "session_token: ''" in printed
@@ -390,5 +444,9 @@ def test_prometheus_durations_print_as_prometheus_does():
 
     day, hour = 86400 * 10**9, 3600 * 10**9
     assert [format_duration(ns, prom=True) for ns in (30 * day + hour, 28 * day, 365 * day, 0)] == [
-        "30d1h", "4w", "1y", "0s"]
+        "30d1h",
+        "4w",
+        "1y",
+        "0s",
+    ]
     assert format_duration(1500 * 10**6 + 1, prom=True) == "1.500000001s"  # not whole ms: Go's spelling

@@ -1,5 +1,6 @@
 """A lean local start: inside the block Ray's head parameters leave out the monitors (and the
 dashboard API server unless kept); outside it, Ray's own behaviour is back."""
+
 from ray._private import node as node_module
 from ray._private.parameter import RayParams
 

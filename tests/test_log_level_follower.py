@@ -1,4 +1,5 @@
 """LevelFollower: a process follows the level shared by every replica and actor."""
+
 from __future__ import annotations
 
 import logging

@@ -1,4 +1,5 @@
 """The component lifecycle machine and how /services and /ready derive from it."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,10 +35,17 @@ def test_failure_is_allowed_from_starting_running_and_stopping(origin):
     assert s.state is State.FAILED and s.failure == "disk full"
 
 
-@pytest.mark.parametrize("origin,target", [
-    (State.NEW, State.RUNNING), (State.RUNNING, State.STARTING), (State.TERMINATED, State.STARTING),
-    (State.FAILED, State.RUNNING), (State.STOPPING, State.RUNNING), (State.NEW, State.FAILED),
-])
+@pytest.mark.parametrize(
+    "origin,target",
+    [
+        (State.NEW, State.RUNNING),
+        (State.RUNNING, State.STARTING),
+        (State.TERMINATED, State.STARTING),
+        (State.FAILED, State.RUNNING),
+        (State.STOPPING, State.RUNNING),
+        (State.NEW, State.FAILED),
+    ],
+)
 def test_transitions_outside_the_table_are_refused(origin, target):
     with pytest.raises(InvalidTransition):
         Service("x", state=origin).transition(target)
@@ -71,7 +79,8 @@ def test_retain_drops_components_no_longer_hosted():
 
 def test_services_text_lists_each_component_and_state():
     assert render_services([("ring", State.RUNNING), ("ingester-0", State.STARTING)]) == (
-        "ring => Running\ningester-0 => Starting\n")
+        "ring => Running\ningester-0 => Starting\n"
+    )
 
 
 def test_ready_only_when_every_component_runs():

@@ -3,14 +3,29 @@ import pytest
 from svclog.targets import app_name_and_prefix, components, endpoint_group, exposes
 
 
-@pytest.mark.parametrize("path,group", [
-    ("/svc/api/v1/push", "ingest"), ("/loki/api/v1/push", "ingest"), ("/otlp/v1/logs", "ingest"),
-    ("/api/prom/push", "ingest"), ("/svc/api/v1/query_range", "query"), ("/loki/api/v1/tail", "query"),
-    ("/svc/api/v1/rules/ns/group", "rules"), ("/compat/api/v1/alerts", "rules"), ("/svc/api/v1/delete", "deletes"),
-    ("/flush", "ingester-admin"), ("/ingester/shutdown", "ingester-admin"), ("/ready", None),
-    ("/metrics", None), ("/svc/api/v1/format_query", None), ("/svc/api/v1/status/buildinfo", None),
-    ("/ruler/ring", "ruler-ring"), ("/distributor/ring", "distributor-ring"), ("/api/legacy/query", "query"),
-])
+@pytest.mark.parametrize(
+    "path,group",
+    [
+        ("/svc/api/v1/push", "ingest"),
+        ("/loki/api/v1/push", "ingest"),
+        ("/otlp/v1/logs", "ingest"),
+        ("/api/prom/push", "ingest"),
+        ("/svc/api/v1/query_range", "query"),
+        ("/loki/api/v1/tail", "query"),
+        ("/svc/api/v1/rules/ns/group", "rules"),
+        ("/compat/api/v1/alerts", "rules"),
+        ("/svc/api/v1/delete", "deletes"),
+        ("/flush", "ingester-admin"),
+        ("/ingester/shutdown", "ingester-admin"),
+        ("/ready", None),
+        ("/metrics", None),
+        ("/svc/api/v1/format_query", None),
+        ("/svc/api/v1/status/buildinfo", None),
+        ("/ruler/ring", "ruler-ring"),
+        ("/distributor/ring", "distributor-ring"),
+        ("/api/legacy/query", "query"),
+    ],
+)
 def test_paths_map_to_the_api_endpoint_groups(path, group):
     assert endpoint_group(path) == group
 

@@ -11,6 +11,7 @@ paths they may reach (tenant APIs for everyone, admin endpoints only for `admin:
         --upstream http://127.0.0.1:3100 --users examples/auth-proxy/users.example.yaml
     python examples/auth-proxy/proxy.py --hash-password      # prints a hash for the users file
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,17 +46,43 @@ ACTOR_PATH_HEADERS = ("X-Svc-Actor-Path", "X-Loki-Actor-Path")
 OPEN_PATHS = frozenset({"/ready"})
 # Paths that act on the caller's tenant; everything else (/metrics, /config, /flush,
 # /ingester/*, /log_level, ring pages, ...) is operator-only.
-TENANT_PREFIXES = ("/svc/api/v1/", "/loki/api/v1/", "/api/legacy/", "/api/prom/", "/otlp/v1/",
-                   "/compat/api/v1/", "/prometheus/api/v1/")
+TENANT_PREFIXES = (
+    "/svc/api/v1/",
+    "/loki/api/v1/",
+    "/api/legacy/",
+    "/api/prom/",
+    "/otlp/v1/",
+    "/compat/api/v1/",
+    "/prometheus/api/v1/",
+)
 TAIL_PATHS = frozenset({"/svc/api/v1/tail", "/loki/api/v1/tail", "/api/legacy/tail", "/api/prom/tail"})
 # Never forwarded: per-connection headers (RFC 9110 7.6.1), the caller's credentials, and the
 # headers this proxy decides itself.
-DROPPED_HEADERS = frozenset(h.lower() for h in (
-    "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "TE", "Trailer",
-    "Transfer-Encoding", "Upgrade", "Expect", "Host", "Authorization", "Content-Length", TENANT_HEADER,
-))
-WEBSOCKET_HEADERS = ("Sec-WebSocket-Key", "Sec-WebSocket-Version", "Sec-WebSocket-Extensions",
-                     "Sec-WebSocket-Protocol", "Sec-WebSocket-Accept")
+DROPPED_HEADERS = frozenset(
+    h.lower()
+    for h in (
+        "Connection",
+        "Keep-Alive",
+        "Proxy-Authenticate",
+        "Proxy-Authorization",
+        "TE",
+        "Trailer",
+        "Transfer-Encoding",
+        "Upgrade",
+        "Expect",
+        "Host",
+        "Authorization",
+        "Content-Length",
+        TENANT_HEADER,
+    )
+)
+WEBSOCKET_HEADERS = (
+    "Sec-WebSocket-Key",
+    "Sec-WebSocket-Version",
+    "Sec-WebSocket-Extensions",
+    "Sec-WebSocket-Protocol",
+    "Sec-WebSocket-Accept",
+)
 
 _TENANT_ID = re.compile(r"^[0-9A-Za-z!\-_.*'()]{1,150}$")
 _CHUNK = 64 * 1024
@@ -90,8 +117,9 @@ class PasswordHash:
     def parse(cls, encoded: str) -> PasswordHash:
         try:
             scheme, n, r, p, salt, digest = encoded.split("$")
-            parsed = cls(int(n), int(r), int(p), base64.b64decode(salt, validate=True),
-                         base64.b64decode(digest, validate=True))
+            parsed = cls(
+                int(n), int(r), int(p), base64.b64decode(salt, validate=True), base64.b64decode(digest, validate=True)
+            )
         except (ValueError, binascii.Error) as err:
             raise ValueError("not a password hash made by --hash-password") from err
         if scheme != "scrypt" or parsed.n < 2 or parsed.n & (parsed.n - 1) or not parsed.digest:
@@ -101,15 +129,24 @@ class PasswordHash:
         return parsed
 
     def matches(self, password: str) -> bool:
-        candidate = hashlib.scrypt(password.encode(), salt=self.salt, n=self.n, r=self.r, p=self.p,
-                                   dklen=len(self.digest), maxmem=_SCRYPT_MAXMEM)
+        candidate = hashlib.scrypt(
+            password.encode(),
+            salt=self.salt,
+            n=self.n,
+            r=self.r,
+            p=self.p,
+            dklen=len(self.digest),
+            maxmem=_SCRYPT_MAXMEM,
+        )
         return hmac.compare_digest(candidate, self.digest)
 
 
 # ---------------------------------------------------------------- users
 
+
 class UsersFileError(ValueError):
     """A mistake in the users file; the message names the user."""
+
 
 @dataclass(frozen=True)
 class User:
@@ -216,6 +253,7 @@ def _basic_credentials(authorization: str | None) -> tuple[str, str] | None:
 
 # ---------------------------------------------------------------- policy
 
+
 @dataclass(frozen=True)
 class ProxyConfig:
     upstream: URL
@@ -229,8 +267,7 @@ class ProxyConfig:
 def is_clean_path(raw_path: str) -> bool:
     """No dot segments and no encoded slashes, so the path we authorise is the path upstream routes."""
     return raw_path.startswith("/") and all(
-        unquote(segment) not in (".", "..") and "/" not in unquote(segment)
-        for segment in raw_path.split("/")
+        unquote(segment) not in (".", "..") and "/" not in unquote(segment) for segment in raw_path.split("/")
     )
 
 
@@ -355,8 +392,7 @@ async def forward_http(request: web.Request, url: URL, headers: CIMultiDict[str]
     body = _capped(request, config.max_body_bytes, state) if request.body_exists else None
     response = web.StreamResponse()
     try:
-        async with session.request(request.method, url, headers=headers, data=body,
-                                   allow_redirects=False) as upstream:
+        async with session.request(request.method, url, headers=headers, data=body, allow_redirects=False) as upstream:
             response.set_status(upstream.status, upstream.reason)
             for name, value in upstream.headers.items():
                 if name.lower() not in DROPPED_HEADERS or name.lower() == "content-length":
@@ -399,8 +435,10 @@ async def forward_websocket(request: web.Request, url: URL, headers: CIMultiDict
     return client
 
 
-async def _pump(source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-                sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse) -> None:
+async def _pump(
+    source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+    sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+) -> None:
     async for message in source:
         if message.type == aiohttp.WSMsgType.TEXT:
             await sink.send_str(message.data)
@@ -415,12 +453,13 @@ def build_app(config: ProxyConfig, users: dict[str, User]) -> web.Application:
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         app[AUTH] = Authenticator(users)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=config.connect_timeout,
-                                        sock_read=config.read_timeout)
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=config.connect_timeout, sock_read=config.read_timeout)
         # Bodies pass through byte for byte: no decompression, no invented Accept-Encoding,
         # Content-Type or User-Agent.
         async with aiohttp.ClientSession(
-            timeout=timeout, auto_decompress=False, connector=aiohttp.TCPConnector(limit=512),
+            timeout=timeout,
+            auto_decompress=False,
+            connector=aiohttp.TCPConnector(limit=512),
             skip_auto_headers=("Accept-Encoding", "Content-Type", "User-Agent"),
         ) as session:
             app[SESSION] = session
@@ -432,6 +471,7 @@ def build_app(config: ProxyConfig, users: dict[str, User]) -> web.Application:
 
 
 # ---------------------------------------------------------------- command line
+
 
 async def serve(config: ProxyConfig, users: dict[str, User], host: str, port: int) -> None:
     # auto_decompress=False: a gzip push is forwarded as gzip, not inflated here.
@@ -467,15 +507,21 @@ def _host_port(value: str) -> tuple[str, int]:
 
 def main(argv: Iterable[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hash-password", action="store_true",
-                        help="read a password (terminal or stdin), print its hash for the users file")
+    parser.add_argument(
+        "--hash-password",
+        action="store_true",
+        help="read a password (terminal or stdin), print its hash for the users file",
+    )
     parser.add_argument("--listen", type=_host_port, default="127.0.0.1:3101", help="HOST:PORT (port 0: any)")
     parser.add_argument("--upstream", default="http://127.0.0.1:3100", help="svclog base URL")
     parser.add_argument("--users", type=Path, help="YAML users file")
     parser.add_argument("--realm", default="svclog")
     parser.add_argument("--max-body-bytes", type=int, default=ProxyConfig.max_body_bytes)
-    parser.add_argument("--actor-path", action="store_true",
-                        help=f"set {ACTOR_PATH_HEADERS[0]} from the user (hashed) for per-user query fairness")
+    parser.add_argument(
+        "--actor-path",
+        action="store_true",
+        help=f"set {ACTOR_PATH_HEADERS[0]} from the user (hashed) for per-user query fairness",
+    )
     parser.add_argument("--read-timeout", type=float, default=ProxyConfig.read_timeout)
     args = parser.parse_args(None if argv is None else list(argv))
     if args.hash_password:
@@ -489,8 +535,9 @@ def main(argv: Iterable[str] | None = None) -> None:
         users = load_users(args.users)
     except (OSError, ValueError, yaml.YAMLError) as err:
         raise SystemExit(f"users file: {err}") from None
-    config = ProxyConfig(URL(args.upstream), args.realm, args.max_body_bytes, args.actor_path,
-                         read_timeout=args.read_timeout)
+    config = ProxyConfig(
+        URL(args.upstream), args.realm, args.max_body_bytes, args.actor_path, read_timeout=args.read_timeout
+    )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve(config, users, *args.listen))

@@ -7,6 +7,7 @@ scheduler's) run on the host's event loop, blocking ones in the part's own threa
 its `max_concurrency` was when it ran alone (one thread for the ring, whose state has no lock).
 Callers reach a part through `registry.named_actor`, under the name it always had.
 """
+
 from __future__ import annotations
 
 import asyncio

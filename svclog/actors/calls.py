@@ -5,6 +5,7 @@ as raised (a LimitError from an ingester stays a LimitError), an actor that is m
 or restarting raises `ActorUnavailable` (HTTP 503), and a call unanswered in time raises
 `CallTimeout` (a TimeoutError, HTTP 504).
 """
+
 from __future__ import annotations
 
 import asyncio

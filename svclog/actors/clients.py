@@ -3,6 +3,7 @@
 Every call to an actor goes through `svclog/actors/calls.py` (one timeout per kind of call, Ray's
 errors turned into ours); the gateway routes' clients are in `service_clients.py`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -127,9 +128,16 @@ class IngesterPool:
             raise RuntimeError(f"{failures} ingesters failed to answer; data may be incomplete")
         return results
 
-    def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
-               shard: tuple[int, int] | None, line_filters: tuple = (), deadline: float | None = None
-               ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]:
+    def select(
+        self,
+        tenant: str,
+        matchers: tuple[Matcher, ...],
+        start: int,
+        end: int,
+        shard: tuple[int, int] | None,
+        line_filters: tuple = (),
+        deadline: float | None = None,
+    ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]:
         """Entries from every ingester, how many answered, and what they scanned (before line filters).
 
         Each replica scans its own copy of a stream; as the reference (which merges every
@@ -249,7 +257,9 @@ class ServeReplicaCount:
                     running = sum(
                         overview.replica_states.get("RUNNING", 0)
                         for app in serve.status().applications.values()
-                        for name, overview in app.deployments.items() if name == self.deployment)
+                        for name, overview in app.deployments.items()
+                        if name == self.deployment
+                    )
                     self._count = max(1, running)
                 except Exception:  # the controller is busy or gone: keep the last count
                     log.debug("serve status for %s", self.deployment, exc_info=True)

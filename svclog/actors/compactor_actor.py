@@ -1,5 +1,6 @@
 """Ray host of the Compactor: a background thread runs a pass every `compaction_interval`;
 the delete-request API and `run_once` are remote methods."""
+
 from __future__ import annotations
 
 import logging
@@ -33,8 +34,11 @@ class CompactorActor:
     def __init__(self, cfg: Config, *, background: bool = True):
         apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         self.cfg = cfg
-        self.compactor = Compactor(ObjectStore(object_store_uri(cfg)), compactor_settings(cfg),
-                                   limits_for=lambda tenant: limits_for(cfg, tenant))
+        self.compactor = Compactor(
+            ObjectStore(object_store_uri(cfg)),
+            compactor_settings(cfg),
+            limits_for=lambda tenant: limits_for(cfg, tenant),
+        )
         self._stop = threading.Event()
         self._loop: threading.Thread | None = None
         if background:
@@ -64,8 +68,9 @@ class CompactorActor:
         report = self.compactor.last_report
         return None if report is None else vars(report).copy()
 
-    def create_delete_request(self, tenant: str, query: str | None, start: str | None, end: str | None,
-                              max_interval: str | None) -> str:
+    def create_delete_request(
+        self, tenant: str, query: str | None, start: str | None, end: str | None, max_interval: str | None
+    ) -> str:
         return self.compactor.create_delete_request(tenant, query, start, end, max_interval)
 
     def list_delete_requests(self, tenant: str) -> list[dict]:

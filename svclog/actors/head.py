@@ -8,6 +8,7 @@ start leaves them out. `ray.init` has no switch for these, so this module adjust
 start parameters for the duration of that one call; if a Ray release renames what it touches,
 the start falls back to Ray's full set of processes (logged), never fails.
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -7,6 +7,7 @@ gateway owning the tenant (svclog/indexgateway/routing.py); with no healthy gate
 when none answers, it reads the index itself. Without the ring (e.g. `-target=all`) a
 lookup costs one attribute read more than the plain IndexReader: no Ray call.
 """
+
 from __future__ import annotations
 
 import logging
@@ -70,8 +71,9 @@ class IndexGatewayActor:
 
     # ------------------------------------------------------------ remote API
 
-    def chunk_refs(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
-                   shard: tuple[int, int] | None = None) -> dict[Labels, list[ChunkRef]]:
+    def chunk_refs(
+        self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int, shard: tuple[int, int] | None = None
+    ) -> dict[Labels, list[ChunkRef]]:
         return self.gateway.chunk_refs(tenant, matchers, start, end, shard)
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> set[Labels]:
@@ -99,8 +101,9 @@ class GatewayIndex:
     """The querier's index reader: lookups go to the tenant's index gateway when the gateway ring
     has a healthy one, else (or when none answers) to `local`, the querier's own IndexReader."""
 
-    def __init__(self, local: IndexReader, mode: str = "simple", replication_factor: int = 1, *,
-                 follow_ring: bool = True):
+    def __init__(
+        self, local: IndexReader, mode: str = "simple", replication_factor: int = 1, *, follow_ring: bool = True
+    ):
         self.local = local
         self.mode = mode
         self.replication_factor = replication_factor
@@ -122,8 +125,9 @@ class GatewayIndex:
                 self.ring = None
                 time.sleep(RING_PROBE_S)
 
-    def chunk_refs(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
-                   shard: tuple[int, int] | None = None) -> dict[Labels, list[ChunkRef]]:
+    def chunk_refs(
+        self, tenant: str, matchers: Iterable[Matcher], start: int, end: int, shard: tuple[int, int] | None = None
+    ) -> dict[Labels, list[ChunkRef]]:
         return self._lookup("chunk_refs", tenant, tuple(matchers), start, end, shard)
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> set[Labels]:
@@ -151,9 +155,15 @@ class GatewayIndex:
         if time.monotonic() - self._warned >= WARN_EVERY_S:
             self._warned = time.monotonic()
             text = str(err).strip().splitlines()
-            log.warning("index gateway %s did not answer (%s): reading the index locally", address,
-                        text[0] if text else type(err).__name__)
+            log.warning(
+                "index gateway %s did not answer (%s): reading the index locally",
+                address,
+                text[0] if text else type(err).__name__,
+            )
 
     def stats(self) -> dict:
-        return {"remote_lookups": self.remote_lookups, "local_lookups": self.local_lookups,
-                "gateways": sorted(m.address for m in self.ring.members.values()) if self.ring else []}
+        return {
+            "remote_lookups": self.remote_lookups,
+            "local_lookups": self.local_lookups,
+            "gateways": sorted(m.address for m in self.ring.members.values()) if self.ring else [],
+        }

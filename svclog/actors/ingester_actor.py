@@ -1,4 +1,5 @@
 """Ray host of an Ingester: WAL replay on (re)start, ring registration, flush and heartbeat loop."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,25 +48,25 @@ class IngesterActor:
         self.cfg = cfg
         self.instance_id = instance_id
         store = ObjectStore(object_store_uri(cfg))
-        chunks = ChunkStore(store, encoding=cfg.ingester.chunk_encoding,
-                            block_bytes=cfg.ingester.chunk_block_size)
+        chunks = ChunkStore(store, encoding=cfg.ingester.chunk_encoding, block_bytes=cfg.ingester.chunk_block_size)
         self._ring_client = RingClient(ttl=5.0)
-        self.ingester = Ingester(ingester_settings(cfg, instance_id), chunks, stream_limit=self._stream_limit,
-                                 stream_rate=self._stream_rate)
+        self.ingester = Ingester(
+            ingester_settings(cfg, instance_id), chunks, stream_limit=self._stream_limit, stream_rate=self._stream_rate
+        )
         self.node = ray.get_runtime_context().get_node_id()
         self.ring = RingMember(RING_NAME, cfg.ingester.lifecycler.num_tokens)
         self._stop = threading.Event()
         self._loop = threading.Thread(target=self._background, name="flush-loop", daemon=True)
-        self.lifecycle = ingester_lifecycle(cfg, instance_id, self.node, self.ring, self.ingester,
-                                            self.ingester.settings.wal_dir, self._stop_background)
+        self.lifecycle = ingester_lifecycle(
+            cfg, instance_id, self.node, self.ring, self.ingester, self.ingester.settings.wal_dir, self._stop_background
+        )
         self.lifecycle.join()
         self._loop.start()
         _install_signal_hook(self)
 
     def _background(self) -> None:
         period = max(0.5, self.cfg.ingester.flush_check_period / 1e9)
-        heartbeat = max(0.5, self.cfg.common.ring.heartbeat_period / 1e9) if hasattr(
-            self.cfg.common, "ring") else 5.0
+        heartbeat = max(0.5, self.cfg.common.ring.heartbeat_period / 1e9) if hasattr(self.cfg.common, "ring") else 5.0
         tick = min(period, heartbeat)
         elapsed = 0.0
         while not self._stop.wait(tick):
@@ -87,8 +88,9 @@ class IngesterActor:
             healthy = len(self._ring_client.get().healthy_members())
         except (ActorUnavailable, TimeoutError):  # ring unreachable: the local limit only
             healthy = 0
-        return local_stream_limit(limits.max_streams_per_user, limits.max_global_streams_per_user,
-                                  healthy, replication_factor(self.cfg))
+        return local_stream_limit(
+            limits.max_streams_per_user, limits.max_global_streams_per_user, healthy, replication_factor(self.cfg)
+        )
 
     def _stream_rate(self, tenant: str) -> tuple[float, float]:
         """The tenant's per-stream rate limit and burst in bytes (per-tenant overrides applied)."""
@@ -121,11 +123,17 @@ class IngesterActor:
 
     def stats(self) -> dict:
         s = self.ingester.stats
-        return {"memory_chunks": self.ingester.memory_chunks(), "flush_queue": self.ingester.flush_queue_length(),
-                "pushed_lines": s.pushed_lines,
-                "pushed_bytes": s.pushed_bytes, "flushed_chunks": s.flushed_chunks,
-                "flush_failures": s.flush_failures, "replayed_records": s.replayed_records,
-                "tail_subscriptions": len(self.ingester.tails), "pid": os.getpid()}
+        return {
+            "memory_chunks": self.ingester.memory_chunks(),
+            "flush_queue": self.ingester.flush_queue_length(),
+            "pushed_lines": s.pushed_lines,
+            "pushed_bytes": s.pushed_bytes,
+            "flushed_chunks": s.flushed_chunks,
+            "flush_failures": s.flush_failures,
+            "replayed_records": s.replayed_records,
+            "tail_subscriptions": len(self.ingester.tails),
+            "pid": os.getpid(),
+        }
 
     def pid(self) -> int:
         return os.getpid()
@@ -187,14 +195,23 @@ class IngesterActor:
 SIGNAL_SHUTDOWN_TIMEOUT_S = 300.0
 
 
-def ingester_lifecycle(cfg: Config, instance_id: str, node: str, ring, ingester, wal_path: str,
-                       stop_background) -> IngesterLifecycle:
+def ingester_lifecycle(
+    cfg: Config, instance_id: str, node: str, ring, ingester, wal_path: str, stop_background
+) -> IngesterLifecycle:
     lc = cfg.ingester.lifecycler
-    marker_dir = os.path.join(cfg.ingester.shutdown_marker_path, instance_id) if (
-        cfg.ingester.shutdown_marker_path) else wal_path
-    return IngesterLifecycle(Identity(instance_id, instance_id, node, lc.num_tokens), ring, ingester,
-                             ShutdownMarker(marker_dir), TokenFile(token_file_path(lc.tokens_file_path, instance_id)),
-                             stop_background=stop_background)
+    marker_dir = (
+        os.path.join(cfg.ingester.shutdown_marker_path, instance_id)
+        if (cfg.ingester.shutdown_marker_path)
+        else wal_path
+    )
+    return IngesterLifecycle(
+        Identity(instance_id, instance_id, node, lc.num_tokens),
+        ring,
+        ingester,
+        ShutdownMarker(marker_dir),
+        TokenFile(token_file_path(lc.tokens_file_path, instance_id)),
+        stop_background=stop_background,
+    )
 
 
 def _install_signal_hook(actor: IngesterActor) -> None:
@@ -207,7 +224,9 @@ def _install_signal_hook(actor: IngesterActor) -> None:
 
     def run() -> None:
         try:
-            actor.lifecycle.on_signal(cfg.ingester.wal.flush_on_shutdown, cfg.ingester.lifecycler.unregister_on_shutdown)
+            actor.lifecycle.on_signal(
+                cfg.ingester.wal.flush_on_shutdown, cfg.ingester.lifecycler.unregister_on_shutdown
+            )
         except Exception:
             log.exception("ingester %s: shutdown on signal", actor.instance_id)
 

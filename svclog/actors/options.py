@@ -18,6 +18,7 @@ use it), so two ingesters can land on one node; affinity makes "ingester i on no
 exact, and `soft=True` lets Ray restart an ingester elsewhere when its node dies. On a
 single node (or without Ray initialised) no strategy is set and Ray's default applies.
 """
+
 from __future__ import annotations
 
 import os
@@ -75,12 +76,19 @@ def arrow_pool_env() -> dict:
 
 
 def ring_options() -> dict:
-    return {"name": RING_NAME, "namespace": NAMESPACE, "num_cpus": 0.05, "max_restarts": -1,
-            "max_task_retries": 3, "get_if_exists": True}
+    return {
+        "name": RING_NAME,
+        "namespace": NAMESPACE,
+        "num_cpus": 0.05,
+        "max_restarts": -1,
+        "max_task_retries": 3,
+        "get_if_exists": True,
+    }
 
 
-def choose_node(nodes: Iterable[Mapping], resource: str, index: int, num_cpus: float = 0.0,
-                tagged_only: bool = False) -> str | None:
+def choose_node(
+    nodes: Iterable[Mapping], resource: str, index: int, num_cpus: float = 0.0, tagged_only: bool = False
+) -> str | None:
     """Node id for replica `index` of a role: round-robin over alive nodes that can host it.
 
     `nodes` is `ray.nodes()`. Nodes advertising `resource` are preferred; when none do, every
@@ -107,35 +115,71 @@ def placement(resource: str, index: int, num_cpus: float, tagged_only: bool = Fa
 
 
 def ingester_options(index: int, num_cpus: float) -> dict:
-    return {"name": ingester_name(index), "namespace": NAMESPACE, "num_cpus": num_cpus,
-            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 16, "get_if_exists": True,
-            **arrow_pool_env(), **placement(WRITE_RESOURCE, index, num_cpus)}
+    return {
+        "name": ingester_name(index),
+        "namespace": NAMESPACE,
+        "num_cpus": num_cpus,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+        "max_concurrency": 16,
+        "get_if_exists": True,
+        **arrow_pool_env(),
+        **placement(WRITE_RESOURCE, index, num_cpus),
+    }
 
 
 def compactor_options(num_cpus: float = 0.1) -> dict:
     # threaded: the delete API answers while a compaction pass runs (the Compactor locks what it shares)
-    return {"name": COMPACTOR_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus, "max_restarts": -1,
-            "max_task_retries": 0, "max_concurrency": 8, "get_if_exists": True,
-            **placement(BACKEND_RESOURCE, 0, num_cpus, tagged_only=True)}
+    return {
+        "name": COMPACTOR_NAME,
+        "namespace": NAMESPACE,
+        "num_cpus": num_cpus,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+        "max_concurrency": 8,
+        "get_if_exists": True,
+        **placement(BACKEND_RESOURCE, 0, num_cpus, tagged_only=True),
+    }
 
 
 def querier_options(index: int, num_cpus: float, max_concurrent: int) -> dict:
-    return {"name": querier_name(index), "namespace": NAMESPACE, "num_cpus": num_cpus,
-            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": max(1, max_concurrent),
-            "get_if_exists": True, **placement(READ_RESOURCE, index, num_cpus, tagged_only=True)}
+    return {
+        "name": querier_name(index),
+        "namespace": NAMESPACE,
+        "num_cpus": num_cpus,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+        "max_concurrency": max(1, max_concurrent),
+        "get_if_exists": True,
+        **placement(READ_RESOURCE, index, num_cpus, tagged_only=True),
+    }
 
 
 def pattern_ingester_options(num_cpus: float = 0.1) -> dict:
     """Restart forever (state is rebuilt from new pushes); no task retries for pushes."""
-    return {"name": PATTERN_INGESTER_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus,
-            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True,
-            **placement(BACKEND_RESOURCE, 0, num_cpus, tagged_only=True)}
+    return {
+        "name": PATTERN_INGESTER_NAME,
+        "namespace": NAMESPACE,
+        "num_cpus": num_cpus,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+        "max_concurrency": 4,
+        "get_if_exists": True,
+        **placement(BACKEND_RESOURCE, 0, num_cpus, tagged_only=True),
+    }
 
 
 def ruler_options(index: int = 0) -> dict:
-    return {"name": ruler_name(index), "namespace": NAMESPACE, "num_cpus": 0.05, "max_restarts": -1,
-            "max_task_retries": 0, "max_concurrency": 4, "get_if_exists": True,
-            **placement(BACKEND_RESOURCE, index, 0.05, tagged_only=True)}
+    return {
+        "name": ruler_name(index),
+        "namespace": NAMESPACE,
+        "num_cpus": 0.05,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+        "max_concurrency": 4,
+        "get_if_exists": True,
+        **placement(BACKEND_RESOURCE, index, 0.05, tagged_only=True),
+    }
 
 
 def ruler_ring_options() -> dict:
@@ -146,9 +190,16 @@ def ruler_ring_options() -> dict:
 def index_gateway_options(index: int = 0, num_cpus: float = 0.1) -> dict:
     """Restart forever (a cache, nothing to lose). No task retries: a querier whose lookup fails
     asks the next gateway or reads the index itself instead of waiting for a restart."""
-    return {"name": index_gateway_name(index), "namespace": NAMESPACE, "num_cpus": num_cpus, "max_restarts": -1,
-            "max_task_retries": 0, "max_concurrency": 8, "get_if_exists": True,
-            **placement(BACKEND_RESOURCE, index, num_cpus, tagged_only=True)}
+    return {
+        "name": index_gateway_name(index),
+        "namespace": NAMESPACE,
+        "num_cpus": num_cpus,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+        "max_concurrency": 8,
+        "get_if_exists": True,
+        **placement(BACKEND_RESOURCE, index, num_cpus, tagged_only=True),
+    }
 
 
 def index_gateway_ring_options() -> dict:
@@ -161,5 +212,13 @@ def backend_host_options(num_cpus: float) -> dict:
     scheduler's frontends enqueue again); no task retries, as none of its parts had them except the
     ring, whose callers retry on their next heartbeat. Concurrency is the scheduler's: its dequeue
     long-polls park many calls at once (the blocking parts are bounded by their own thread pools)."""
-    return {"name": BACKEND_HOST_NAME, "namespace": NAMESPACE, "num_cpus": num_cpus, "max_restarts": -1,
-            "max_task_retries": 0, "max_concurrency": 10_000, "get_if_exists": True, **arrow_pool_env()}
+    return {
+        "name": BACKEND_HOST_NAME,
+        "namespace": NAMESPACE,
+        "num_cpus": num_cpus,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+        "max_concurrency": 10_000,
+        "get_if_exists": True,
+        **arrow_pool_env(),
+    }

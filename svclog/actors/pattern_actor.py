@@ -3,6 +3,7 @@
 Patterns are a best-effort, in-memory view (as the reference's pattern ingester): the
 actor restarts empty, so a failed tee must never fail a push.
 """
+
 from __future__ import annotations
 
 import logging
@@ -19,6 +20,7 @@ from svclog.pattern import DrainSettings, PatternIngester, PatternSettings
 
 log = logging.getLogger(__name__)
 _LOG_EVERY_S = 60.0
+
 
 def pattern_settings(cfg: Config) -> PatternSettings:
     pi = cfg.pattern_ingester
@@ -81,12 +83,17 @@ class PatternActor:
         now = time.monotonic()
         if self._logged_at is not None and now - self._logged_at < _LOG_EVERY_S:
             return
-        log.error("pattern ingester: %d teed batch(es) failed since the last report (latest of tenant %s)",
-                  self._failures_unlogged, tenant, exc_info=err)
+        log.error(
+            "pattern ingester: %d teed batch(es) failed since the last report (latest of tenant %s)",
+            self._failures_unlogged,
+            tenant,
+            exc_info=err,
+        )
         self._logged_at, self._failures_unlogged = now, 0
 
-    def patterns(self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int,
-                 step_ns: int = 0) -> list[dict]:
+    def patterns(
+        self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int, step_ns: int = 0
+    ) -> list[dict]:
         with self._lock:
             return self.ingester.patterns(tenant, matchers, start_ns, end_ns, step_ns)
 

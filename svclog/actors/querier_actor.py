@@ -1,4 +1,5 @@
 """Ray host of a Querier: reads the store and the ingesters, runs LogQL."""
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,13 @@ class QuerierActor:
         # a bounded chunk cache per querier process (repeated dashboard queries hit it)
         # index lookups go to the tenant's index gateway while one runs (its ring has a healthy member)
         index = GatewayIndex(IndexReader(store), cfg.index_gateway.mode, cfg.index_gateway.ring.replication_factor)
-        self.querier = Querier(index, ChunkStore(store, cache_bytes=64 << 20), pool, querier_settings(cfg),
-                               deletes=QueryTimeDeletes(DeleteRequestStore(store)))
+        self.querier = Querier(
+            index,
+            ChunkStore(store, cache_bytes=64 << 20),
+            pool,
+            querier_settings(cfg),
+            deletes=QueryTimeDeletes(DeleteRequestStore(store)),
+        )
         if querier_id is not None:
             # pulling starts with the process, so a querier Ray restarts after a crash pulls again
             # (and its new process id tells the scheduler to re-queue what the old one was running)
@@ -143,7 +149,6 @@ class QuerierActor:
 
     def label_values(self, tenants, name, start, end, query) -> list[str]:
         return self.querier.label_values(tenants, name, start, end, query)
-
 
 
 def release_unused_memory() -> None:

@@ -12,6 +12,7 @@ outlives the drain timeout is queued again (`forget_querier`).
 The extra queriers are owned by the scheduler: if it dies they go with it and the count starts
 again from `ray.num_queriers`, which the launcher created and which never scale away.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -37,10 +38,13 @@ def scaling_enabled(cfg: Config) -> bool:
 
 def scaling_settings(cfg: Config) -> ScalingSettings:
     base = max(1, cfg.ray.num_queriers)
-    return ScalingSettings(min_queriers=base, max_queriers=max(base, cfg.ray.max_queriers),
-                           target_per_querier=max(1, cfg.querier.max_concurrent),
-                           upscale_delay_s=cfg.ray.querier_scale_up_delay / 1e9,
-                           downscale_delay_s=cfg.ray.querier_scale_down_delay / 1e9)
+    return ScalingSettings(
+        min_queriers=base,
+        max_queriers=max(base, cfg.ray.max_queriers),
+        target_per_querier=max(1, cfg.querier.max_concurrent),
+        upscale_delay_s=cfg.ray.querier_scale_up_delay / 1e9,
+        downscale_delay_s=cfg.ray.querier_scale_down_delay / 1e9,
+    )
 
 
 class QuerierPool:
@@ -118,8 +122,13 @@ class QuerierPool:
 
     def state(self) -> dict:
         """For metrics and tests: the pool now and its recent scaling events."""
-        return {"base": self.base, "extras": list(self.extras), "draining": list(self.draining),
-                "load": self.scaling.average_load(), "events": list(self.events)}
+        return {
+            "base": self.base,
+            "extras": list(self.extras),
+            "draining": list(self.draining),
+            "load": self.scaling.average_load(),
+            "events": list(self.events),
+        }
 
 
 def _remote_querier() -> Any:

@@ -4,6 +4,7 @@ A local `-target=all` start hosts its cheap backend components (ring, scheduler,
 pattern ingester) in one process (`backend_host.py`); callers keep asking for them by the names they
 always had and get a handle that routes each method call to the right part of the host.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

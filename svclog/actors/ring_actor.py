@@ -1,4 +1,5 @@
 """Ray host of the authoritative Ring."""
+
 from __future__ import annotations
 
 import ray
@@ -11,12 +12,20 @@ class RingActor:
     def __init__(self, heartbeat_timeout_ns: int):
         self.ring = Ring(heartbeat_timeout_ns=heartbeat_timeout_ns)
 
-    def register(self, member_id: str, address: str, node: str, num_tokens: int = 128,
-                 tokens: tuple[int, ...] = ()) -> None:
+    def register(
+        self, member_id: str, address: str, node: str, num_tokens: int = 128, tokens: tuple[int, ...] = ()
+    ) -> None:
         self.ring.register(member_id, address, node, tokens=tuple(tokens), num_tokens=num_tokens)
 
-    def heartbeat(self, member_id: str, address: str, node: str, state: str | None = None,
-                  tokens: tuple[int, ...] = (), num_tokens: int = 128) -> None:
+    def heartbeat(
+        self,
+        member_id: str,
+        address: str,
+        node: str,
+        state: str | None = None,
+        tokens: tuple[int, ...] = (),
+        num_tokens: int = 128,
+    ) -> None:
         """A member's periodic sign of life; it carries the member's tokens so that a ring that
         restarted (and forgot everyone) takes the member back with the same ranges."""
         if not self.ring.heartbeat(member_id, state):

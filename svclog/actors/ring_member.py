@@ -3,6 +3,7 @@
 Ingesters, rulers and index gateways each keep one. Heartbeats carry the member's identity and
 tokens, so a ring that restarted (and forgot everyone) takes the member back with the same ranges.
 """
+
 from __future__ import annotations
 
 from svclog.actors.calls import CALL_TIMEOUT_S, Handles, call, fire
@@ -27,18 +28,36 @@ class RingMember:
 
     def register(self, member_id: str, address: str, node: str, tokens: tuple[int, ...] = ()) -> None:
         """Join (or rejoin) the ring; ActorMissing when the ring actor does not run."""
-        call(self._ring().register, member_id=member_id, address=address, node=node,
-             num_tokens=len(tokens) or self.num_tokens, tokens=tuple(tokens), timeout=CALL_TIMEOUT_S)
+        call(
+            self._ring().register,
+            member_id=member_id,
+            address=address,
+            node=node,
+            num_tokens=len(tokens) or self.num_tokens,
+            tokens=tuple(tokens),
+            timeout=CALL_TIMEOUT_S,
+        )
 
-    def heartbeat(self, member_id: str, address: str, node: str, tokens: tuple[int, ...] = (),
-                  state: str | None = None) -> None:
+    def heartbeat(
+        self, member_id: str, address: str, node: str, tokens: tuple[int, ...] = (), state: str | None = None
+    ) -> None:
         """A sign of life, not waited for (the next one follows a period later)."""
         try:
             ring = self._ring()
         except ValueError:
             return
-        if fire(ring.heartbeat, member_id=member_id, address=address, node=node, state=state,
-                tokens=tuple(tokens), num_tokens=len(tokens) or self.num_tokens) is None:
+        if (
+            fire(
+                ring.heartbeat,
+                member_id=member_id,
+                address=address,
+                node=node,
+                state=state,
+                tokens=tuple(tokens),
+                num_tokens=len(tokens) or self.num_tokens,
+            )
+            is None
+        ):
             self._handles.drop(self.ring_name)  # a ring created anew needs a fresh handle
 
     def set_state(self, member_id: str, state: str) -> None:

@@ -6,6 +6,7 @@ evaluates only the groups the ring gives it; without that ring it evaluates all.
 answers the rules API (one shared store) and tells the others to reload a changed tenant;
 `rulers()` hands the HTTP layer every healthy ruler so the compat views can be merged.
 """
+
 from __future__ import annotations
 
 import logging
@@ -92,8 +93,15 @@ def _remote_writer(cfg: Config) -> FanoutWriter | None:
         if get("url"):
             timeout = get("remote_timeout") or 30_000_000_000
             timeout_s = timeout / 1e9 if isinstance(timeout, int) else 30.0
-            writers.append(RemoteWriter(get("url"), RetryPolicy(timeout_s=timeout_s), dict(get("headers") or {}),
-                                        rw.add_org_id_header, get("proxy_url") or ""))
+            writers.append(
+                RemoteWriter(
+                    get("url"),
+                    RetryPolicy(timeout_s=timeout_s),
+                    dict(get("headers") or {}),
+                    rw.add_org_id_header,
+                    get("proxy_url") or "",
+                )
+            )
     return FanoutWriter(writers) if writers else None
 
 
@@ -106,15 +114,18 @@ class RulerActor(RulerService):
         settings = ruler_settings(cfg, instance_id)
         notifier = None
         if cfg.ruler.alertmanager_url:
-            notifier = AlertmanagerNotifier(cfg.ruler.alertmanager_url,
-                                            RetryPolicy(timeout_s=max(1.0, cfg.ruler.notification_timeout / 1e9)),
-                                            settings.external_labels)
+            notifier = AlertmanagerNotifier(
+                cfg.ruler.alertmanager_url,
+                RetryPolicy(timeout_s=max(1.0, cfg.ruler.notification_timeout / 1e9)),
+                settings.external_labels,
+            )
         self._handles = Handles()
         self._ring_member = RingMember(RULER_RING_NAME, cfg.ruler.ring.num_tokens, self._handles)
         self._ring = RingClient(ttl=0.0, name=RULER_RING_NAME, handles=self._handles)
         self._in_ring = self._join_ring()
-        ruler = Ruler(store, RayInstantQuerier(num_queriers), settings, notifier, _remote_writer(cfg),
-                      ring=self._ring_snapshot)
+        ruler = Ruler(
+            store, RayInstantQuerier(num_queriers), settings, notifier, _remote_writer(cfg), ring=self._ring_snapshot
+        )
         super().__init__(RulesAPI(store, self._limits, on_change=self._changed), ruler, peers=self._peers)
         self._stop = threading.Event()
         self._loop: threading.Thread | None = None

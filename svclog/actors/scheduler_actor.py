@@ -8,6 +8,7 @@ data out of this actor (a list stops Ray from resolving the reference here).
 Each querier's node is looked up once per querier process (the GCS knows where a named actor
 runs) and made its consumer group, so the fair queue's turns are kept per node.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -67,8 +68,15 @@ def scheduler_settings(cfg: Config) -> SchedulerSettings:
 
 def scheduler_options(cfg: Config) -> dict:
     # restarts lose the queue: frontends see RayActorError on `result` and enqueue again
-    return {"name": SCHEDULER_NAME, "namespace": NAMESPACE, "num_cpus": cfg.ray.scheduler_num_cpus,
-            "max_restarts": -1, "max_task_retries": 0, "max_concurrency": 10_000, "get_if_exists": True}
+    return {
+        "name": SCHEDULER_NAME,
+        "namespace": NAMESPACE,
+        "num_cpus": cfg.ray.scheduler_num_cpus,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+        "max_concurrency": 10_000,
+        "get_if_exists": True,
+    }
 
 
 class SchedulerActor:

@@ -4,6 +4,7 @@ pattern ingester, the querier pool and the query scheduler.
 Each wraps a handle (or a name looked up on first use) and calls it through `calls.acall`/`call`,
 so its callers (route modules among them) import no Ray and see only their own errors.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,7 +29,15 @@ from svclog.actors.calls import (
 from svclog.actors.scheduler_actor import TicketLost
 from svclog.model import Matcher
 
-__all__ = ["AnswerLost", "CompactorClient", "PatternClient", "PatternFeed", "Queriers", "RulerClient", "SchedulerClient"]
+__all__ = [
+    "AnswerLost",
+    "CompactorClient",
+    "PatternClient",
+    "PatternFeed",
+    "Queriers",
+    "RulerClient",
+    "SchedulerClient",
+]
 
 
 class CompactorClient:
@@ -37,8 +46,9 @@ class CompactorClient:
     def __init__(self, handle: Any):
         self.handle = handle
 
-    async def create_delete_request(self, tenant: str, query: str | None, start: str | None, end: str | None,
-                                    max_interval: str | None) -> None:
+    async def create_delete_request(
+        self, tenant: str, query: str | None, start: str | None, end: str | None, max_interval: str | None
+    ) -> None:
         await acall(self.handle.create_delete_request, tenant, query, start, end, max_interval)
 
     async def list_delete_requests(self, tenant: str) -> list[dict]:

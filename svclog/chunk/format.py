@@ -8,6 +8,7 @@ The file footer's custom metadata carries the token index (token_index.py): one 
 filter per block, so a reader skips blocks that cannot hold a needle without decompressing
 them. Chunks written without it read as before (every block in range is decoded).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,17 @@ from svclog.logql.source import METADATA_TYPE
 
 CHUNK_SCHEMA = pa.schema([("ts", pa.int64()), ("line", pa.string()), ("metadata", METADATA_TYPE)])
 # Every chunk_encoding the reference's config accepts, mapped to what Arrow IPC offers.
-_CODECS = {"none": None, "snappy": "lz4", "lz4": "lz4", "lz4-64k": "lz4", "lz4-256k": "lz4", "lz4-1m": "lz4",
-           "gzip": "zstd", "flate": "zstd", "zstd": "zstd"}
+_CODECS = {
+    "none": None,
+    "snappy": "lz4",
+    "lz4": "lz4",
+    "lz4-64k": "lz4",
+    "lz4-256k": "lz4",
+    "lz4-1m": "lz4",
+    "gzip": "zstd",
+    "flate": "zstd",
+    "zstd": "zstd",
+}
 
 
 @dataclass(frozen=True)
@@ -85,8 +95,9 @@ def chunk_layout(data: bytes | pa.Buffer) -> ChunkLayout:
     return ChunkLayout.read(pa.ipc.open_file(pa.BufferReader(data)))
 
 
-def encode_chunk(table: pa.Table, *, block_bytes: int = 256 * 1024, encoding: str = "zstd",
-                 token_index: bool = True) -> bytes:
+def encode_chunk(
+    table: pa.Table, *, block_bytes: int = 256 * 1024, encoding: str = "zstd", token_index: bool = True
+) -> bytes:
     """Serialise a (ts-sorted) table with CHUNK_SCHEMA columns into chunk bytes."""
     table = table.select(["ts", "line", "metadata"]).cast(CHUNK_SCHEMA)
     batches = _split_blocks(table, block_bytes)
@@ -95,8 +106,9 @@ def encode_chunk(table: pa.Table, *, block_bytes: int = 256 * 1024, encoding: st
     sink = pa.BufferOutputStream()
     options = pa.ipc.IpcWriteOptions(compression=_ipc_codec(encoding))
     # in the footer only (the schema's metadata is written twice, at the start and in the footer)
-    footer = {FOOTER_KEY: encode_filters([block_filter(b.column(1), b.column(2)) for b in batches])} \
-        if token_index else None
+    footer = (
+        {FOOTER_KEY: encode_filters([block_filter(b.column(1), b.column(2)) for b in batches])} if token_index else None
+    )
     with pa.ipc.new_file(sink, schema, options=options, metadata=footer) as writer:
         for batch in batches:
             writer.write_batch(batch)
@@ -117,9 +129,14 @@ def _split_blocks(table: pa.Table, block_bytes: int) -> list[pa.RecordBatch]:
     return [combined.slice(s, e - s).to_batches()[0] for s, e in zip(starts, ends) if e > s]
 
 
-def decode_chunk(data: bytes | pa.Buffer, start: int | None = None, end: int | None = None,
-                 may_match: BlockTest | None = None, scan: BlockScan | None = None,
-                 layout: ChunkLayout | None = None) -> ChunkData:
+def decode_chunk(
+    data: bytes | pa.Buffer,
+    start: int | None = None,
+    end: int | None = None,
+    may_match: BlockTest | None = None,
+    scan: BlockScan | None = None,
+    layout: ChunkLayout | None = None,
+) -> ChunkData:
     """Entries with start <= ts < end, decoding only the blocks that overlap and, when the chunk
     has a token index, that `may_match` does not rule out. With the chunk's `layout` at hand
     (cached by the caller), a chunk whose blocks are all ruled out is not even opened."""
@@ -127,8 +144,11 @@ def decode_chunk(data: bytes | pa.Buffer, start: int | None = None, end: int | N
     if layout is None:
         reader = pa.ipc.open_file(pa.BufferReader(data))
         layout = ChunkLayout.read(reader)
-    wanted = [position for position, bounds in enumerate(layout.bounds)
-              if bounds is None or not ((end is not None and bounds[0] >= end) or (start is not None and bounds[1] < start))]
+    wanted = [
+        position
+        for position, bounds in enumerate(layout.bounds)
+        if bounds is None or not ((end is not None and bounds[0] >= end) or (start is not None and bounds[1] < start))
+    ]
     scan = scan if scan is not None else BlockScan()
     scan.blocks += len(wanted)
     if wanted and may_match is not None and layout.index is not None:
@@ -155,6 +175,8 @@ def decode_chunk(data: bytes | pa.Buffer, start: int | None = None, end: int | N
             mask = upper if mask is None else pc.and_(mask, upper)
         table = table.filter(mask)
     table = table.combine_chunks()
-    return ChunkData(table.column("ts").chunk(0) if table.num_rows else pa.array([], pa.int64()),
-                     table.column("line").chunk(0) if table.num_rows else pa.array([], pa.string()),
-                     table.column("metadata").chunk(0) if table.num_rows else pa.array([], METADATA_TYPE))
+    return ChunkData(
+        table.column("ts").chunk(0) if table.num_rows else pa.array([], pa.int64()),
+        table.column("line").chunk(0) if table.num_rows else pa.array([], pa.string()),
+        table.column("metadata").chunk(0) if table.num_rows else pa.array([], METADATA_TYPE),
+    )

@@ -1,4 +1,5 @@
 """HeadBlock: the open, appendable tail of one stream, plus sealed chunks not yet flushed."""
+
 from __future__ import annotations
 
 import time
@@ -46,8 +47,9 @@ def _later_copies(ts: np.ndarray, line: pa.ChunkedArray) -> np.ndarray | None:
     in_run[:-1] |= tied
     rows = np.flatnonzero(in_run)
     run_ts, run_line = ts[rows], line.take(pa.array(rows)).combine_chunks()
-    by_key = pc.sort_indices(pa.table({"ts": run_ts, "line": run_line}),
-                             sort_keys=[("ts", "ascending"), ("line", "ascending")]).to_numpy()
+    by_key = pc.sort_indices(
+        pa.table({"ts": run_ts, "line": run_line}), sort_keys=[("ts", "ascending"), ("line", "ascending")]
+    ).to_numpy()
     key_ts, key_line = run_ts[by_key], run_line.take(pa.array(by_key))
     same_line = pc.equal(key_line.slice(1), key_line.slice(0, len(key_line) - 1))
     same = (key_ts[1:] == key_ts[:-1]) & same_line.to_numpy(zero_copy_only=False)
@@ -82,18 +84,26 @@ class SealedChunk:
     def from_table(cls, table: pa.Table, sealed_ns: int | None = None) -> SealedChunk:
         table = sort_dedupe(table)
         ts = table.column("ts")
-        return cls(table, int(pc.min(ts).as_py()), int(pc.max(ts).as_py()),
-                   int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0),
-                   next_seal_ns() if sealed_ns is None else sealed_ns)
+        return cls(
+            table,
+            int(pc.min(ts).as_py()),
+            int(pc.max(ts).as_py()),
+            int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0),
+            next_seal_ns() if sealed_ns is None else sealed_ns,
+        )
 
 
 def entries_batch(ts: list[int], lines: list[str], metadata: list | None) -> pa.RecordBatch:
     """Entries as one CHUNK_SCHEMA record batch (metadata: per-entry pair lists, or None)."""
     md_type = CHUNK_SCHEMA.field("metadata").type
     return pa.record_batch(
-        [pa.array(ts, pa.int64()), pa.array(lines, pa.string()),
-         pa.array(metadata, md_type) if metadata is not None else pa.nulls(len(ts), md_type)],
-        schema=CHUNK_SCHEMA)
+        [
+            pa.array(ts, pa.int64()),
+            pa.array(lines, pa.string()),
+            pa.array(metadata, md_type) if metadata is not None else pa.nulls(len(ts), md_type),
+        ],
+        schema=CHUNK_SCHEMA,
+    )
 
 
 class HeadBlock:
@@ -115,8 +125,9 @@ class HeadBlock:
     def __len__(self) -> int:
         return self._count
 
-    def append_batch(self, batch: pa.RecordBatch, min_ts: int, max_ts: int, raw_bytes: int,
-                     shared: bool = False) -> None:
+    def append_batch(
+        self, batch: pa.RecordBatch, min_ts: int, max_ts: int, raw_bytes: int, shared: bool = False
+    ) -> None:
         """Append entries already in CHUNK_SCHEMA form. `shared`: the batch is a zero-copy slice of
         a larger one (a whole push), whose buffers it keeps alive until `compact` copies it out."""
         if not self._count:

@@ -6,6 +6,7 @@ goes one step earlier: from the same filters it derives token-index keys (token_
 that a chunk block must hold to have any line the filters keep, so blocks without them
 are never decompressed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

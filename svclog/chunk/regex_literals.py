@@ -7,6 +7,7 @@ repetitions (`?`, `*`, `{0,..}`) drops the character before it; a top-level `|`,
 case-insensitive flag, `\\Q` or anything this reader does not follow yields no literal at all.
 Fewer literals only means fewer blocks skipped, never a wrong answer.
 """
+
 from __future__ import annotations
 
 import re

@@ -20,6 +20,7 @@ sets one bit in each of the bucket's eight 32-bit words (the split-block bloom f
 and Impala use), so a lookup reads one bucket. No false negatives; false positives only cost
 decoding a block that is then filtered as before.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,9 @@ BITS_PER_KEY = 5  # ~13% per key; a 32-char id has ~4 keys: ~0.1% of blocks pass
 # ~3-10x (id-heavy ones least), so this bounds the worst case; the bench's lines need ~0.9%.
 MAX_SHARE = 0.04
 _BUCKET_WORDS = 8  # 8 x uint32 = 256 bits per bucket
-_SALTS = np.array([0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D,
-                   0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31], dtype=np.uint32)
+_SALTS = np.array(
+    [0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D, 0x705495C7, 0x2DF1424B, 0x9EFC4947, 0x5C6BFB31], dtype=np.uint32
+)
 _LINE_SEED = np.uint64(0x9E3779B97F4A7C15)
 _KEY_SEED = np.uint64(0x165667B19E3779F9)
 _META_SEED = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -44,7 +46,7 @@ _VERSION = 1
 
 _TOKEN_BYTE = np.zeros(256, dtype=bool)
 for _lo, _hi in ((ord("0"), ord("9")), (ord("A"), ord("Z")), (ord("a"), ord("z")), (0x80, 0xFF)):
-    _TOKEN_BYTE[_lo:_hi + 1] = True
+    _TOKEN_BYTE[_lo : _hi + 1] = True
 _TOKEN_BYTE[ord("_")] = _TOKEN_BYTE[ord("-")] = True
 
 
@@ -68,8 +70,11 @@ def _string_bytes(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     offsets = np.frombuffer(values.buffers()[1], dtype=np.int64, count=len(values) + 1, offset=values.offset * 8)
     data = values.buffers()[2]
     first, last = int(offsets[0]), int(offsets[-1])
-    raw = np.frombuffer(data, dtype=np.uint8, count=last - first, offset=first) if data is not None and last > first \
+    raw = (
+        np.frombuffer(data, dtype=np.uint8, count=last - first, offset=first)
+        if data is not None and last > first
         else np.zeros(0, np.uint8)
+    )
     return raw, offsets - first
 
 
@@ -169,6 +174,7 @@ def _powers(count: int) -> np.ndarray:
 
 # ---------------------------------------------------------------- split-block bloom filter
 
+
 def build_filter(keys: np.ndarray, max_bytes: int | None = None) -> np.ndarray:
     """A filter (uint32 words, a multiple of 8) holding `keys`, BITS_PER_KEY each but at most
     `max_bytes` (then more false positives, never false negatives); empty when there are none."""
@@ -217,6 +223,7 @@ def _locate(keys: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------- storage in the chunk
+
 
 def encode_filters(filters: list[np.ndarray]) -> bytes:
     """version (uint32), block count, each block's word count, then every block's words."""

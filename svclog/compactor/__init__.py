@@ -1,4 +1,5 @@
 """The compactor: index compaction, chunk merging, retention and log deletion (pure Python, no Ray)."""
+
 from svclog.compactor.compactor import Compactor, RunReport
 from svclog.compactor.delete_filter import (
     DeleteFilter,

@@ -4,6 +4,7 @@ Entries are concatenated in seal order, sorted (stably) and de-duplicated (repli
 entries), then cut at the target size. Only chunks lying within a single day take part,
 so a merged chunk never spans more index days than its parts did.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -32,8 +33,10 @@ def merge_small_chunks(index: TenantIndex, chunks: ChunkIO, day: int, target_byt
             continue
         combined = sort_dedupe(pa.concat_tables(tables))
         sealed = max(r.sealed_ns for r in refs)
-        new_refs = [chunks.write(index.tenant, refs[0].labels, piece, sealed + i)
-                    for i, piece in enumerate(split_by_size(combined, target_bytes))]
+        new_refs = [
+            chunks.write(index.tenant, refs[0].labels, piece, sealed + i)
+            for i, piece in enumerate(split_by_size(combined, target_bytes))
+        ]
         index.replace(refs, new_refs)
         merged += len(refs)
         written += len(new_refs)

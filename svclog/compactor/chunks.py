@@ -1,4 +1,5 @@
 """Reading and rewriting chunks: the compactor's only way to touch chunk objects."""
+
 from __future__ import annotations
 
 import zlib
@@ -41,8 +42,9 @@ class ChunkIO:
         fingerprint = labels.fingerprint()
         key = schema.chunk_key(tenant, fingerprint, min_ts, max_ts, zlib.crc32(data))
         self.store.put(key, data)
-        return ChunkRef(labels, fingerprint, key, min_ts, max_ts, table.num_rows, line_bytes(table), len(data),
-                        sealed_ns)
+        return ChunkRef(
+            labels, fingerprint, key, min_ts, max_ts, table.num_rows, line_bytes(table), len(data), sealed_ns
+        )
 
 
 def split_by_size(table: pa.Table, target_bytes: int) -> list[pa.Table]:

@@ -5,6 +5,7 @@ period (committed one by one so progress shows in the list), then merging small 
 merging the index segments of every day that has several. Chunks that left the index are
 removed from the store `retention_delete_delay` later by the sweeper.
 """
+
 from __future__ import annotations
 
 import logging
@@ -59,9 +60,13 @@ class RunReport:
 
 
 class Compactor:
-    def __init__(self, store: ObjectStore, settings: CompactorSettings,
-                 limits_for: Callable[[str], LimitsConfig] | None = None,
-                 clock: Callable[[], int] = time.time_ns):
+    def __init__(
+        self,
+        store: ObjectStore,
+        settings: CompactorSettings,
+        limits_for: Callable[[str], LimitsConfig] | None = None,
+        clock: Callable[[], int] = time.time_ns,
+    ):
         self.store = store
         self.settings = settings
         self.limits_for = limits_for or (lambda tenant: LimitsConfig())
@@ -80,18 +85,34 @@ class Compactor:
         if self.limits_for(tenant).deletion_mode == "disabled":
             raise DeletionDisabledError("deletion is not available for this tenant")
 
-    def create_delete_request(self, tenant: str, query: str | None, start: str | None, end: str | None = None,
-                              max_interval: str | None = None) -> str:
+    def create_delete_request(
+        self, tenant: str, query: str | None, start: str | None, end: str | None = None, max_interval: str | None = None
+    ) -> str:
         self._check_deletes_enabled(tenant)
-        request = new_delete_request(tenant, query, start, end, max_interval, now_ms=self.clock() // MS,
-                                     max_interval_limit_ns=self.settings.delete_max_interval)
+        request = new_delete_request(
+            tenant,
+            query,
+            start,
+            end,
+            max_interval,
+            now_ms=self.clock() // MS,
+            max_interval_limit_ns=self.settings.delete_max_interval,
+        )
         with self._requests_lock:
             while self.requests.get(tenant, request.request_id) is not None:
-                request = new_delete_request(tenant, query, start, end, max_interval, now_ms=self.clock() // MS,
-                                             max_interval_limit_ns=self.settings.delete_max_interval)
+                request = new_delete_request(
+                    tenant,
+                    query,
+                    start,
+                    end,
+                    max_interval,
+                    now_ms=self.clock() // MS,
+                    max_interval_limit_ns=self.settings.delete_max_interval,
+                )
             self.requests.put(request)
-        log.info("delete request %s for tenant %s: %r (%d shards)", request.request_id, tenant, query,
-                 len(request.shards))
+        log.info(
+            "delete request %s for tenant %s: %r (%d shards)", request.request_id, tenant, query, len(request.shards)
+        )
         return request.request_id
 
     def list_delete_requests(self, tenant: str) -> list[dict]:
@@ -112,13 +133,16 @@ class Compactor:
             if not pending or (picked and not force):
                 raise ValidationError("deletion of request which is in process or already processed is not allowed")
             if len(pending) != len(request.shards) and not force:
-                raise ValidationError("Unable to cancel partially completed delete request. "
-                                      "To force, use the ?force query parameter")
+                raise ValidationError(
+                    "Unable to cancel partially completed delete request. To force, use the ?force query parameter"
+                )
             period = self.settings.delete_request_cancel_period
             if not force and request.created_at_ms * MS + period < self.clock():
-                raise ValidationError(f"Cancellation of delete request past the deadline of "
-                                      f"{format_go_duration(period)} since its creation is not allowed. "
-                                      f"To force, use the ?force query parameter")
+                raise ValidationError(
+                    f"Cancellation of delete request past the deadline of "
+                    f"{format_go_duration(period)} since its creation is not allowed. "
+                    f"To force, use the ?force query parameter"
+                )
             for shard in pending:
                 if (tenant, request.request_id, shard.seq) in self._running:
                     shard.status = STATUS_PROCESSED  # its lines may already be gone; it completes

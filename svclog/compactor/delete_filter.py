@@ -5,6 +5,7 @@ stored (`pending_delete_filters`, `QueryTimeDeletes`), and by the compactor when
 rewrites chunks. Every stored request counts, processed ones too: entries still held by
 ingesters when a shard was processed are flushed later and must stay hidden.
 """
+
 from __future__ import annotations
 
 import threading
@@ -59,8 +60,11 @@ def filters_for(request: DeleteRequest, statuses: tuple[str, ...] | None = None)
     if parsed is None:
         return []
     base = DeleteFilter(parsed[0], parsed[1], 0, 0)
-    return [replace(base, start=s.start_ms * MS, end=s.end_ms * MS) for s in request.shards
-            if statuses is None or s.status in statuses]
+    return [
+        replace(base, start=s.start_ms * MS, end=s.end_ms * MS)
+        for s in request.shards
+        if statuses is None or s.status in statuses
+    ]
 
 
 def shard_filter(request: DeleteRequest, seq: int) -> DeleteFilter | None:

@@ -1,4 +1,5 @@
 """Processing a delete shard: rewrite every affected chunk without the deleted entries."""
+
 from __future__ import annotations
 
 import pyarrow.compute as pc

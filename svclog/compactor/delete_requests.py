@@ -8,6 +8,7 @@ the request id and the list shows them as one request whose status reports progr
 
 Storage: one JSON object per request at `compactor/deletes/<tenant>/<request_id>.json`.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,10 +16,10 @@ import re
 import uuid
 from dataclasses import asdict, dataclass, field
 
+from svclog.gocompat.durations import parse_go_duration
 from svclog.logql import ast
 from svclog.logql.parser import parse_log_query
 from svclog.logql.stages.line_filter import LineFilterStage
-from svclog.gocompat.durations import parse_go_duration
 from svclog.model import NS, SvcError, ValidationError, parse_rfc3339
 from svclog.storage.objstore import ObjectStore
 
@@ -38,6 +39,7 @@ class DeleteRequestNotFound(SvcError):
 
 
 # ---------------------------------------------------------------- the record
+
 
 @dataclass
 class DeleteShard:
@@ -76,9 +78,15 @@ class DeleteRequest:
         """The list-response record (times as Unix seconds, with milliseconds when present).
 
         `user_id` is always "": the reference keeps the field in its listing but blanks it."""
-        return {"request_id": self.request_id, "start_time": _seconds(self.start_ms),
-                "end_time": _seconds(self.end_ms), "query": self.query, "status": self.status(),
-                "created_at": _seconds(self.created_at_ms), "user_id": ""}
+        return {
+            "request_id": self.request_id,
+            "start_time": _seconds(self.start_ms),
+            "end_time": _seconds(self.end_ms),
+            "query": self.query,
+            "status": self.status(),
+            "created_at": _seconds(self.created_at_ms),
+            "user_id": "",
+        }
 
     def to_bytes(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":")).encode()
@@ -95,6 +103,7 @@ def _seconds(ms: int) -> int | float:
 
 
 # ---------------------------------------------------------------- validation
+
 
 def parse_delete_query(query: str | None) -> ast.LogQuery:
     """A stream selector optionally followed by line filters; anything else is a ValidationError."""
@@ -141,8 +150,7 @@ def parse_max_interval(text: str) -> int:
     return value
 
 
-def shard_interval(query: ast.LogQuery, start_ms: int, end_ms: int, max_interval: str | None,
-                   limit_ns: int) -> int:
+def shard_interval(query: ast.LogQuery, start_ms: int, end_ms: int, max_interval: str | None, limit_ns: int) -> int:
     """Shard length in ms, 0 for none. Only requests with line filters are sharded."""
     if not query.stages:
         return 0
@@ -173,8 +181,16 @@ def split_shards(start_ms: int, end_ms: int, interval_ms: int) -> list[DeleteSha
     return shards
 
 
-def new_delete_request(tenant: str, query: str | None, start: str | None, end: str | None,
-                       max_interval: str | None, *, now_ms: int, max_interval_limit_ns: int) -> DeleteRequest:
+def new_delete_request(
+    tenant: str,
+    query: str | None,
+    start: str | None,
+    end: str | None,
+    max_interval: str | None,
+    *,
+    now_ms: int,
+    max_interval_limit_ns: int,
+) -> DeleteRequest:
     parsed = parse_delete_query(query)
     if not start:
         raise ValidationError("start time not set")
@@ -195,6 +211,7 @@ def new_delete_request(tenant: str, query: str | None, start: str | None, end: s
 
 
 # ---------------------------------------------------------------- the store
+
 
 class DeleteRequestStore:
     def __init__(self, store: ObjectStore):

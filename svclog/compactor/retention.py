@@ -6,6 +6,7 @@ of 0 keeps the stream forever. Chunks that end before the cutoff leave the index
 after the delete delay, the store); a chunk straddling the cutoff is rewritten without
 its expired entries.
 """
+
 from __future__ import annotations
 
 import logging
@@ -54,8 +55,11 @@ def retention_period_for(labels: Labels, default_period: int, rules: list[Retent
     for rule in rules:
         if not labels_match(labels, rule.matchers):
             continue
-        if chosen is None or rule.priority > chosen.priority or (
-                rule.priority == chosen.priority and rule.period < chosen.period):
+        if (
+            chosen is None
+            or rule.priority > chosen.priority
+            or (rule.priority == chosen.priority and rule.period < chosen.period)
+        ):
             chosen = rule
     return chosen.period if chosen is not None else default_period
 

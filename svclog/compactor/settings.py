@@ -1,4 +1,5 @@
 """CompactorSettings: the plain values the compactor needs, taken from `compactor` and `ingester` config."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -5,6 +5,7 @@ keys and the days whose index referenced them; when it is due, a key is deleted 
 no current segment of those days references it again (a replica may re-flush an
 identical chunk, which has the same content-derived key).
 """
+
 from __future__ import annotations
 
 import json

@@ -6,6 +6,7 @@ an old key and finds it gone treats it as removed). Segments written by ingester
 the day was loaded are not touched. The chunk keys that no committed day references any
 more are returned, for the sweeper to delete once readers can no longer need them.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,8 +32,19 @@ def table_to_refs(table: pa.Table) -> list[ChunkRef]:
         labels = labels_cache.get(text)
         if labels is None:
             labels = labels_cache[text] = decode_labels(text)
-        refs.append(ChunkRef(labels, row["fingerprint"], row["key"], row["min_ts"], row["max_ts"],
-                             row["entries"], row["bytes"], row["compressed"], row.get("sealed_ns") or 0))
+        refs.append(
+            ChunkRef(
+                labels,
+                row["fingerprint"],
+                row["key"],
+                row["min_ts"],
+                row["max_ts"],
+                row["entries"],
+                row["bytes"],
+                row["compressed"],
+                row.get("sealed_ns") or 0,
+            )
+        )
     return refs
 
 

@@ -4,6 +4,7 @@
 `config_to_yaml` prints the full config, its diffs or the defaults;
 `limits_for` applies per-tenant runtime overrides.
 """
+
 from .backend import CompactorConfig, RemoteWriteClient, RemoteWriteConfig, RulerConfig
 from .errors import ConfigError
 from .flags import FLAG_ALIASES, parse_cli

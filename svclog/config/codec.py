@@ -1,4 +1,5 @@
 """Generic mapping <-> frozen dataclass conversion driven by type hints and field metadata."""
+
 import copy
 import dataclasses
 import datetime
@@ -76,8 +77,7 @@ def decode(cls: type, data: Any, path: str = "", base: Any = None) -> Any:
         f = known.get(str(key))
         if f is None:
             raise unknown_key(path, str(key), known)
-        changes[f.name] = coerce(hints(cls)[f.name], f.metadata, raw, join(path, str(key)),
-                                 getattr(base, f.name))
+        changes[f.name] = coerce(hints(cls)[f.name], f.metadata, raw, join(path, str(key)), getattr(base, f.name))
     try:
         return dataclasses.replace(base, **changes)
     except ConfigError:

@@ -4,6 +4,7 @@ Durations are int nanoseconds and byte sizes int bytes in memory; YAML shows
 them as strings. `kind` in a field's metadata says which codec applies, `key`
 renames the YAML key (for Python keywords), `choices` restricts the value.
 """
+
 from dataclasses import field
 from typing import Any
 
@@ -35,8 +36,11 @@ def format_duration(ns: int, *, prom: bool) -> str:
 
 
 # Highest unit first; at equal rank the decimal unit wins (256000 -> 256KB, not 250KiB).
-_BYTE_STEPS = [step for rank, p in reversed(list(enumerate("KMGTPE", start=1)))
-               for step in ((1000**rank, f"{p}B"), (1024**rank, f"{p}iB"))]
+_BYTE_STEPS = [
+    step
+    for rank, p in reversed(list(enumerate("KMGTPE", start=1)))
+    for step in ((1000**rank, f"{p}B"), (1024**rank, f"{p}iB"))
+]
 
 
 def format_bytes(n: int) -> str:

@@ -3,6 +3,7 @@
 Generic flags map dots to nesting and dashes to underscores; `FLAG_ALIASES`
 maps the reference's own flag names where they differ from the YAML path.
 """
+
 import dataclasses
 import typing
 from collections.abc import Sequence
@@ -110,8 +111,13 @@ _LIMIT_FLAGS = {
 }
 FLAG_ALIASES.update({flag: f"limits_config.{key}" for flag, key in _LIMIT_FLAGS.items()})
 
-_SECTION_ALIASES = {"limits": "limits_config", "storage": "storage_config", "schema": "schema_config",
-                    "runtime-config": "runtime_config", "chunk-store": "chunk_store_config"}
+_SECTION_ALIASES = {
+    "limits": "limits_config",
+    "storage": "storage_config",
+    "schema": "schema_config",
+    "runtime-config": "runtime_config",
+    "chunk-store": "chunk_store_config",
+}
 
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}

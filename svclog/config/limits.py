@@ -7,12 +7,35 @@ from dataclasses import dataclass
 from .fields import choice, duration, free, section, seq, size, timestamp
 
 DEFAULT_SERVICE_NAME_LABELS = (
-    "service", "app", "application", "app_name", "name", "app_kubernetes_io_name", "container",
-    "container_name", "k8s_container_name", "component", "workload", "job", "k8s_job_name",
+    "service",
+    "app",
+    "application",
+    "app_name",
+    "name",
+    "app_kubernetes_io_name",
+    "container",
+    "container_name",
+    "k8s_container_name",
+    "component",
+    "workload",
+    "job",
+    "k8s_job_name",
 )
 DEFAULT_LOG_LEVEL_FIELDS = (
-    "level", "LEVEL", "Level", "log.level", "severity", "SEVERITY", "Severity", "SeverityText", "lvl", "LVL",
-    "Lvl", "severity_text", "Severity_Text", "SEVERITY_TEXT",
+    "level",
+    "LEVEL",
+    "Level",
+    "log.level",
+    "severity",
+    "SEVERITY",
+    "Severity",
+    "SeverityText",
+    "lvl",
+    "LVL",
+    "Lvl",
+    "severity_text",
+    "Severity_Text",
+    "SEVERITY_TEXT",
 )
 
 

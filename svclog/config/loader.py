@@ -1,4 +1,5 @@
 """Entry points: load_config (YAML + flags + env), config_to_yaml, per-tenant limits_for."""
+
 import os
 import re
 import threading
@@ -21,6 +22,7 @@ _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 def expand_env_vars(text: str) -> str:
     """`${VAR}` and `${VAR:-default}`; unset variables without a default become empty."""
+
     def substitute(match: re.Match) -> str:
         value = os.environ.get(match.group(1))
         if value is None or (value == "" and match.group(2) is not None):
@@ -149,8 +151,11 @@ def _overrides(cfg: Config) -> dict[str, LimitsConfig]:
     now = time.monotonic()
     with _lock:
         current = _loaded
-    fresh = current is not None and current.path == path and (
-        current.base is cfg.limits_config or current.base == cfg.limits_config)
+    fresh = (
+        current is not None
+        and current.path == path
+        and (current.base is cfg.limits_config or current.base == cfg.limits_config)
+    )
     if fresh and now - current.checked_at < cfg.runtime_config.period / 1e9:
         return current.tenants
     try:

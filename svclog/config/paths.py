@@ -1,4 +1,5 @@
 """Derived locations: object store URI, WAL, rules, index and compactor directories."""
+
 import os
 import urllib.parse
 from typing import TYPE_CHECKING
@@ -12,8 +13,9 @@ def _under(prefix: str, name: str) -> str:
     return os.path.abspath(os.path.join(prefix or ".", name))
 
 
-def store_uri_for(common: "CommonConfig", storage: "StorageConfig | None" = None,
-                  object_store: str = "filesystem") -> str:
+def store_uri_for(
+    common: "CommonConfig", storage: "StorageConfig | None" = None, object_store: str = "filesystem"
+) -> str:
     """pyarrow.fs URI (or absolute local path) for `object_store` ("filesystem", "s3", "gcs", ...)."""
     kind = object_store.lower()
     if kind in ("s3", "aws"):

@@ -39,10 +39,23 @@ from .write_path import (
     PatternIngesterConfig,
 )
 
-TARGETS = frozenset({
-    "all", "read", "write", "backend", "distributor", "ingester", "querier", "query-frontend",
-    "query-scheduler", "ruler", "compactor", "index-gateway", "pattern-ingester",
-})
+TARGETS = frozenset(
+    {
+        "all",
+        "read",
+        "write",
+        "backend",
+        "distributor",
+        "ingester",
+        "querier",
+        "query-frontend",
+        "query-scheduler",
+        "ruler",
+        "compactor",
+        "index-gateway",
+        "pattern-ingester",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -95,8 +108,10 @@ def resolve(cfg: Config) -> Config:
     """Validate cross-field rules and fill values that default from other sections."""
     unknown = sorted(t for t in cfg.targets() if t not in TARGETS)
     if unknown or not cfg.target.strip():
-        raise ConfigError(f"invalid value for 'target': unknown target {', '.join(unknown) or repr('')}; "
-                          f"valid targets: {', '.join(sorted(TARGETS))}")
+        raise ConfigError(
+            f"invalid value for 'target': unknown target {', '.join(unknown) or repr('')}; "
+            f"valid targets: {', '.join(sorted(TARGETS))}"
+        )
     if not cfg.schema_config.configs:
         raise ConfigError("invalid value for 'schema_config.configs': at least one period is required")
     _check_positive(cfg)
@@ -130,8 +145,10 @@ def _check_positive(cfg: Config) -> None:
     for path, value in checks.items():
         if value < 1:
             raise ConfigError(f"invalid value for '{path}': must be at least 1, got {value}")
-    for path, port in (("server.http_listen_port", cfg.server.http_listen_port),
-                       ("server.grpc_listen_port", cfg.server.grpc_listen_port)):
+    for path, port in (
+        ("server.http_listen_port", cfg.server.http_listen_port),
+        ("server.grpc_listen_port", cfg.server.grpc_listen_port),
+    ):
         if not 0 <= port <= 65535:
             raise ConfigError(f"invalid value for '{path}': port out of range: {port}")
     if cfg.ray.num_ingesters is not None and cfg.ray.num_ingesters < 1:

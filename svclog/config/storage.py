@@ -136,8 +136,19 @@ class PeriodicTable:
 @dataclass(frozen=True)
 class PeriodConfig:
     from_: str = renamed("2020-10-24", "from")
-    store: str = choice("tsdb", "boltdb-shipper", "boltdb", "aws", "aws-dynamo", "gcp",
-                        "gcp-columnkey", "bigtable", "bigtable-hashed", "cassandra", "grpc-store")
+    store: str = choice(
+        "tsdb",
+        "boltdb-shipper",
+        "boltdb",
+        "aws",
+        "aws-dynamo",
+        "gcp",
+        "gcp-columnkey",
+        "bigtable",
+        "bigtable-hashed",
+        "cassandra",
+        "grpc-store",
+    )
     object_store: str = "filesystem"
     schema: str = "v13"
     index: PeriodicTable = section(PeriodicTable)
@@ -171,5 +182,3 @@ class TableManagerConfig:
     creation_grace_period: int = duration("10m")
     index_tables_provisioning: dict = free()
     chunk_tables_provisioning: dict = free()
-
-

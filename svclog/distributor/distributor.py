@@ -1,10 +1,12 @@
 """Distributor: decode, validate and rate-limit pushes, then replicate them to ingesters by the ring."""
+
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from svclog.distributor.level_detection import LevelSettings, detect_levels
 from svclog.distributor.quorum import quorum_size
@@ -12,7 +14,13 @@ from svclog.distributor.ratelimit import RateLimiter
 from svclog.distributor.validate import ValidationLimits, ValidationReport
 from svclog.distributor.validate_columns import validate_columns
 from svclog.model import (
-    NS, Labels, RateLimitError, StreamColumns, SvcError, ValidationError, parse_timestamp,
+    NS,
+    Labels,
+    RateLimitError,
+    StreamColumns,
+    SvcError,
+    ValidationError,
+    parse_timestamp,
 )
 from svclog.ring.ring import Ring, RingError
 
@@ -98,9 +106,17 @@ def validation_limits(limits: Any) -> ValidationLimits:
 
 
 class Distributor:
-    def __init__(self, *, ring: Callable[[], Ring], pusher: Pusher, limits_for: Callable[[str], Any],
-                 replication_factor: int, tee: Callable[[str, list[StreamColumns]], None] | None = None,
-                 distributors: Callable[[], int] | None = None, accepted: AcceptedCounts | None = None):
+    def __init__(
+        self,
+        *,
+        ring: Callable[[], Ring],
+        pusher: Pusher,
+        limits_for: Callable[[str], Any],
+        replication_factor: int,
+        tee: Callable[[str, list[StreamColumns]], None] | None = None,
+        distributors: Callable[[], int] | None = None,
+        accepted: AcceptedCounts | None = None,
+    ):
         self.ring = ring
         self.pusher = pusher
         self.limits_for = limits_for
@@ -138,7 +154,8 @@ class Distributor:
             raise RateLimitError(
                 f"Ingestion rate limit exceeded for user {tenant} (limit: {int(rate)} "
                 f"bytes/sec) while attempting to ingest '{lines}' lines totaling '{size}' bytes, reduce log "
-                f"volume or contact your Loki administrator to see if the limit can be increased")
+                f"volume or contact your Loki administrator to see if the limit can be increased"
+            )
         placements = self._place(columns) if columns else []
         assignments: dict[str, list[StreamColumns]] = {}
         for stream, owners in placements:
@@ -180,8 +197,11 @@ class Distributor:
         until_ns = until if isinstance(until, int) else parse_timestamp(str(until), 0)
         if time.time_ns() < until_ns:
             status = int(getattr(limits, "block_ingestion_status_code", 260))
-            message = "" if status == 200 else (
-                f"ingestion blocked until {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(until_ns // NS))}")
+            message = (
+                ""
+                if status == 200
+                else (f"ingestion blocked until {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(until_ns // NS))}")
+            )
             raise IngestionBlocked(message, status)
 
     def _fingerprint(self, labels: Labels) -> int:
@@ -196,8 +216,7 @@ class Distributor:
     def _place(self, columns: list[StreamColumns]) -> list[tuple[StreamColumns, list[str]]]:
         ring = self.ring()
         try:
-            return [(c, [m.id for m in ring.replication_set(self._fingerprint(c.labels), self.rf)])
-                    for c in columns]
+            return [(c, [m.id for m in ring.replication_set(self._fingerprint(c.labels), self.rf)]) for c in columns]
         except RingError as err:
             raise QuorumError(str(err)) from err
 
@@ -211,5 +230,6 @@ class Distributor:
                 first = next((errors[o] for o in owners if errors.get(o) is not None), None)
                 if isinstance(first, SvcError):
                     raise first
-                raise QuorumError(f"push to ingesters failed: {ok} of {len(owners)} replicas succeeded, "
-                                  f"{needed} needed: {first}")
+                raise QuorumError(
+                    f"push to ingesters failed: {ok} of {len(owners)} replicas succeeded, {needed} needed: {first}"
+                )

@@ -20,6 +20,7 @@ Line rules run as RE2 kernels over all of a push's lines at once. JSON lines the
 decide (nesting deeper than it follows, escaped keys, malformed text) take the walker of the
 `| json` stage, which follows the reference's lenient parser.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,8 +42,12 @@ SEVERITY_NUMBER = "severity_number"  # OTLP log records carry it as structured m
 
 # canonical level -> the words that mean it (compared case-insensitively)
 _WORDS = {
-    "trace": ("trace", "trc"), "debug": ("debug", "dbg"), "info": ("info", "inf", "information"),
-    "warn": ("warn", "wrn", "warning"), "error": ("error", "err"), "critical": ("critical",),
+    "trace": ("trace", "trc"),
+    "debug": ("debug", "dbg"),
+    "info": ("info", "inf", "information"),
+    "warn": ("warn", "wrn", "warning"),
+    "error": ("error", "err"),
+    "critical": ("critical",),
     "fatal": ("fatal",),
 }
 _NORMAL = {word: level for level, words in _WORDS.items() for word in words}
@@ -51,8 +56,10 @@ _SEVERITY = ((4, "trace"), (8, "debug"), (12, "info"), (16, "warn"), (20, "error
 
 # Keywords searched in the lower-cased line, in the reference's order (the leftmost wins). Colons
 # are not a left boundary (`misc:error` is no level) but are a right one (`error: ...`).
-_KEYWORD = (r'(?:^|[ \t\n\[({"=])(?P<w>trace|debug|fatal|critical|error|err|warning|warn|info)'
-            r'(?:[ \t\n\[\](){}:,!"=]|$)')
+_KEYWORD = (
+    r'(?:^|[ \t\n\[({"=])(?P<w>trace|debug|fatal|critical|error|err|warning|warn|info)'
+    r'(?:[ \t\n\[\](){}:,!"=]|$)'
+)
 _KEYWORD_LEVEL = {"err": "error", "warning": "warn"}
 
 # A JSON-looking line: first non-space character `{` (Unicode spaces), last non-space byte `}`
@@ -101,8 +108,11 @@ def detect_levels(columns: list[StreamColumns], settings: LevelSettings | None) 
     plans = []
     for stream in columns:
         label_level = next((normalize(stream.labels.get(f)) for f in settings.fields if stream.labels.get(f)), None)
-        per_entry = None if stream.metadata is None else [
-            _metadata_level(md, label_level, settings.fields) for md in stream.metadata]
+        per_entry = (
+            None
+            if stream.metadata is None
+            else [_metadata_level(md, label_level, settings.fields) for md in stream.metadata]
+        )
         if per_entry is None:
             if label_level is None:
                 pending.extend(stream.lines)
@@ -110,7 +120,9 @@ def detect_levels(columns: list[StreamColumns], settings: LevelSettings | None) 
             pending.extend(line for line, decided in zip(stream.lines, per_entry) if decided is None)
         plans.append((label_level, per_entry))
     found = iter(line_levels(pending, settings) if pending else ())
-    return [_with_levels(stream, label_level, per_entry, found) for stream, (label_level, per_entry) in zip(columns, plans)]
+    return [
+        _with_levels(stream, label_level, per_entry, found) for stream, (label_level, per_entry) in zip(columns, plans)
+    ]
 
 
 def _metadata_level(md: list[tuple[str, str]] | None, label_level: str | None, fields: tuple[str, ...]):
@@ -123,7 +135,7 @@ def _metadata_level(md: list[tuple[str, str]] | None, label_level: str | None, f
             level = normalize(value)
             if level == value:
                 return ("keep", md)
-            return ("keep", md[:i] + [(name, level)] + md[i + 1:])
+            return ("keep", md[:i] + [(name, level)] + md[i + 1 :])
     if label_level is not None:
         return label_level
     names = dict(reversed(md))  # the first value of a repeated name
@@ -157,6 +169,7 @@ def _with_levels(stream: StreamColumns, label_level, per_entry, found) -> Stream
 
 # ---------------------------------------------------------------------------------- line rules
 
+
 def line_levels(lines: list[str], settings: LevelSettings) -> list[str]:
     """Each line's detected level (rules 5 and 6 of the module docstring)."""
     array = pa.array(lines, pa.string())
@@ -170,7 +183,7 @@ def line_levels(lines: list[str], settings: LevelSettings) -> list[str]:
     if len(logfmt_rows):
         values[logfmt_rows] = _logfmt_values(array.take(logfmt_rows), settings.fields)
     levels = _known_levels(pa.array(values, pa.string()))
-    scan = np.flatnonzero(levels == None)  # elementwise
+    scan = np.flatnonzero(np.equal(levels, None))  # elementwise
     if len(scan):
         levels[scan] = _keyword_levels(array.take(scan))
     return levels.tolist()
@@ -235,7 +248,9 @@ def _logfmt_values(lines: pa.Array, fields: tuple[str, ...]) -> np.ndarray:
     if not hints:
         return out
     any_key = "|".join(re.escape(h) for h in hints)
-    open_rows = np.flatnonzero(_mask(pc.match_substring_regex(lines, rf'(?:^|[\x00-\x20"])(?i:{any_key})(?:=|{_WS}|$)')))
+    open_rows = np.flatnonzero(
+        _mask(pc.match_substring_regex(lines, rf'(?:^|[\x00-\x20"])(?i:{any_key})(?:=|{_WS}|$)'))
+    )
     for hint in hints:
         if not len(open_rows):
             break
@@ -325,8 +340,12 @@ def _json_walk(fields: tuple[str, ...], max_depth: int, nesting: int) -> _JsonWa
             target = rf"(?:{target}|{_JKEY}{_JWS}:{_JWS}{find(d + 1, capture)}{tail})"
         return rf"\{{{_JWS}(?:{member(d)}{_JWS},{_JWS})*?{target}"
 
-    return _JsonWalk(occurrence=rf'[{{,]{_JWS}"(?:{names})"{_JWS}:{_JWS}"', find=rf"^{_JWS}{find(0, False)}",
-                     full=rf"^{_JWS}{find(0, True)}", depth=depth)
+    return _JsonWalk(
+        occurrence=rf'[{{,]{_JWS}"(?:{names})"{_JWS}:{_JWS}"',
+        find=rf"^{_JWS}{find(0, False)}",
+        full=rf"^{_JWS}{find(0, True)}",
+        depth=depth,
+    )
 
 
 def _json_values(lines: pa.Array, fields: tuple[str, ...], max_depth: int) -> np.ndarray:
@@ -360,7 +379,7 @@ def _json_values(lines: pa.Array, fields: tuple[str, ...], max_depth: int) -> np
             values = np.full(len(undecided), None, dtype=object)
             for d in range(kernels.depth):
                 raw = pc.struct_field(found, f"v{d}").to_numpy(zero_copy_only=False)
-                take = matched & (values == None) & (raw != "")
+                take = matched & np.equal(values, None) & (raw != "")
                 values[take] = [v[1:-1] for v in raw[take]]
             out[undecided[matched]] = values[matched]
             undecided = undecided[~matched]
@@ -374,6 +393,7 @@ def _json_values(lines: pa.Array, fields: tuple[str, ...], max_depth: int) -> np
 def walk_json(line: str, fields: frozenset[str], max_depth: int) -> str | None:
     """The first string field named in `fields`, walking objects depth-first down to `max_depth`
     levels (<= 0: all), as the reference does; None when there is none or the walk fails first."""
+
     def visit(text: str, depth: int) -> str | None:
         if 0 < max_depth <= depth:
             return None

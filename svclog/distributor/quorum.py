@@ -4,6 +4,7 @@ Every stream goes to its replicas (the ring's replication set); the push may be 
 once each stream has a quorum (RF/2+1) of successful replicas, and has failed as soon as
 one stream can no longer reach its quorum. A Pusher feeds the answers in as they arrive.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence

@@ -1,4 +1,5 @@
 """Per-tenant token buckets for ingestion rate (bytes/s) with a burst allowance."""
+
 from __future__ import annotations
 
 import threading

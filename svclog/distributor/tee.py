@@ -7,6 +7,7 @@ Copies are buffered (bounded) and handed to `sink` in one call per flush, never 
 a push; what does not fit is dropped and counted, as is a batch the sink fails on (logged
 at most once a minute).
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,8 +25,14 @@ _LOG_EVERY_S = 60.0
 
 
 class SampledTee:
-    def __init__(self, sink: Callable[[list[Batch]], None], *, max_lines_per_second: int = 2000,
-                 max_buffered_lines: int = 20_000, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        sink: Callable[[list[Batch]], None],
+        *,
+        max_lines_per_second: int = 2000,
+        max_buffered_lines: int = 20_000,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.sink = sink
         self.rate = max_lines_per_second
         self.max_buffered = max_buffered_lines
@@ -53,8 +60,11 @@ class SampledTee:
         total = sum(len(s) for s in streams)
         with self._lock:
             stride = self._stride(tenant, total)
-            sampled = streams if stride == 1 else [
-                StreamColumns(s.labels, s.ts[::stride], s.lines[::stride], None) for s in streams]
+            sampled = (
+                streams
+                if stride == 1
+                else [StreamColumns(s.labels, s.ts[::stride], s.lines[::stride], None) for s in streams]
+            )
             size = sum(len(s) for s in sampled)
             if self._buffered + size > self.max_buffered:
                 self.dropped_lines += total
@@ -89,7 +99,11 @@ class SampledTee:
         now = self.clock()
         if self._logged_at is not None and now - self._logged_at < _LOG_EVERY_S:
             return
-        log.warning("pattern tee: %d flush(es) failed since the last report, their lines dropped "
-                    "(%d dropped in all): %r", self._failures_unlogged, self.dropped_lines, err,
-                    exc_info=err)
+        log.warning(
+            "pattern tee: %d flush(es) failed since the last report, their lines dropped (%d dropped in all): %r",
+            self._failures_unlogged,
+            self.dropped_lines,
+            err,
+            exc_info=err,
+        )
         self._logged_at, self._failures_unlogged = now, 0

@@ -6,6 +6,7 @@ limit is dropped alone. Everything else is accepted. The caller writes
 `report.message()` - the reference's distributor does the same: it pushes
 the valid part and still returns the validation error.
 """
+
 from __future__ import annotations
 
 import re
@@ -79,9 +80,7 @@ class ValidationReport:
         """All errors in one text, grouped by identical message like the reference."""
         counts = Counter(self.errors)  # keeps first-seen order
         grouped = len(counts) > 1
-        return "; ".join(
-            f"{n} errors like: {text}" if grouped or n > 1 else text for text, n in counts.items()
-        )
+        return "; ".join(f"{n} errors like: {text}" if grouped or n > 1 else text for text, n in counts.items())
 
     def _reject(self, reason: str, message: str, entries: list[Entry]) -> None:
         self.errors.append(message)
@@ -152,8 +151,7 @@ def _check_labels(raw: Labels, labels: Labels, limits: ValidationLimits) -> tupl
     count = len(labels) - (1 if SERVICE_NAME_LABEL in labels else 0)
     if count > limits.max_label_names_per_series:
         return MAX_LABEL_NAMES, (
-            f"entry for stream '{raw}' has {count} label names; "
-            f"limit {limits.max_label_names_per_series}"
+            f"entry for stream '{raw}' has {count} label names; limit {limits.max_label_names_per_series}"
         )
     for name, value in labels:
         if _utf8_len(name) > limits.max_label_name_length:
@@ -212,8 +210,9 @@ def _normalize_metadata(entry: Entry) -> Entry:
     builder treats an empty value as no label)."""
     if all(value and is_valid_label_name(name) and _RUNE_ERROR not in value for name, value in entry.metadata):
         return entry
-    fixed = tuple((normalize_metadata_name(name), value.replace(_RUNE_ERROR, " "))
-                  for name, value in entry.metadata if value)
+    fixed = tuple(
+        (normalize_metadata_name(name), value.replace(_RUNE_ERROR, " ")) for name, value in entry.metadata if value
+    )
     return Entry(entry.ts, entry.line, fixed)
 
 

@@ -4,14 +4,14 @@ A stream whose entries all pass (the common case) is checked with min/max/len pa
 over its columns; a stream with any failing entry, or with structured metadata, goes
 through the per-entry `validate_push`, which owns the reference's messages.
 """
+
 from __future__ import annotations
 
 from svclog.distributor.validate import ValidationLimits, ValidationReport, _check_labels, validate_push
 from svclog.model import Labels, StreamColumns
 
 
-def _entries_surely_valid(stream: StreamColumns, limits: ValidationLimits, oldest: int | None,
-                          newest: int) -> bool:
+def _entries_surely_valid(stream: StreamColumns, limits: ValidationLimits, oldest: int | None, newest: int) -> bool:
     if stream.metadata is not None:
         return False
     if (oldest is not None and min(stream.ts) < oldest) or max(stream.ts) > newest:
@@ -20,14 +20,15 @@ def _entries_surely_valid(stream: StreamColumns, limits: ValidationLimits, oldes
         longest = max(map(len, stream.lines))
         # len() counts characters; a UTF-8 line is at most 4 bytes per character
         if longest * 4 > limits.max_line_size and (
-                longest > limits.max_line_size
-                or max(len(line.encode()) for line in stream.lines) > limits.max_line_size):
+            longest > limits.max_line_size or max(len(line.encode()) for line in stream.lines) > limits.max_line_size
+        ):
             return False
     return True
 
 
-def validate_columns(streams: list[StreamColumns], limits: ValidationLimits, now_ns: int
-                     ) -> tuple[list[StreamColumns], ValidationReport]:
+def validate_columns(
+    streams: list[StreamColumns], limits: ValidationLimits, now_ns: int
+) -> tuple[list[StreamColumns], ValidationReport]:
     """(accepted streams merged by label set, report of what was refused)."""
     oldest = now_ns - limits.reject_old_samples_max_age_ns if limits.reject_old_samples else None
     newest = now_ns + limits.creation_grace_period_ns
@@ -36,8 +37,9 @@ def validate_columns(streams: list[StreamColumns], limits: ValidationLimits, now
     for stream in streams:
         if not stream.ts:
             continue
-        clean = not any(v == "" for _, v in stream.labels) and _check_labels(stream.labels, stream.labels,
-                                                                               limits) is None
+        clean = (
+            not any(v == "" for _, v in stream.labels) and _check_labels(stream.labels, stream.labels, limits) is None
+        )
         if clean and _entries_surely_valid(stream, limits, oldest, newest):
             fast.append(stream)
         else:

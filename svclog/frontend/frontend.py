@@ -4,6 +4,7 @@ Plain class: the Serve deployment moves the sub-queries through the scheduler to
 queriers and hands the partial results back here. With a results cache, sub-queries it
 already answered are taken from there and only the rest are sent out.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -38,8 +39,12 @@ class CacheLookup:
 
 
 class QueryFrontend:
-    def __init__(self, settings: FrontendSettings, results_cache: ResultsCache | None = None,
-                 deletes_digest: Callable[[str], str] = lambda tenant: ""):
+    def __init__(
+        self,
+        settings: FrontendSettings,
+        results_cache: ResultsCache | None = None,
+        deletes_digest: Callable[[str], str] = lambda tenant: "",
+    ):
         self.settings = settings
         self.results_cache = results_cache
         self.deletes_digest = deletes_digest
@@ -49,15 +54,22 @@ class QueryFrontend:
         expr, params = prepare_query(request, self.settings.max_entries_limit_per_query)
         # instant queries evaluate one point: splitting them buys nothing
         split = 0 if request.instant else self.settings.split_queries_by_interval
-        return plan_query(expr, params, split_interval_ns=split, shards=self.settings.shards,
-                          max_series=self.settings.max_query_series)
+        return plan_query(
+            expr,
+            params,
+            split_interval_ns=split,
+            shards=self.settings.shards,
+            max_series=self.settings.max_query_series,
+        )
 
     def _check_length(self, request: RangeRequest) -> None:
         limit = self.settings.max_query_length
         length = request.end - request.start
         if not request.instant and limit > 0 and length > limit:
-            raise ValidationError(f"the query time range exceeds the limit (query length: "
-                                  f"{format_go_duration(length)}, limit: {format_go_duration(limit)})")
+            raise ValidationError(
+                f"the query time range exceeds the limit (query length: "
+                f"{format_go_duration(length)}, limit: {format_go_duration(limit)})"
+            )
 
     def lookup(self, tenants: Sequence[str], plan: Plan, now: int | None = None) -> CacheLookup:
         found = CacheLookup({}, {}, CacheCounters())
@@ -85,13 +97,25 @@ class QueryFrontend:
             if i in fresh:
                 self.results_cache.put(key, fresh[i].result, lookup.counters)
 
-    def respond(self, plan: Plan, partials: list[PartialResult], exec_seconds: float,
-                queue_seconds: float, cache: CacheCounters | None = None) -> dict:
+    def respond(
+        self,
+        plan: Plan,
+        partials: list[PartialResult],
+        exec_seconds: float,
+        queue_seconds: float,
+        cache: CacheCounters | None = None,
+    ) -> dict:
         """The response `data`: merged result and the summed stats of every sub-query."""
         data = result_to_json(plan.merge([p.result for p in partials]))
         data["stats"] = build_stats(merge_source_stats([p.stats for p in partials]), exec_seconds, queue_seconds)
         if cache is not None:
-            data["stats"]["cache"] = {"result": {
-                "entriesRequested": cache.requests, "entriesFound": cache.hits, "entriesStored": cache.stored,
-                "bytesSent": cache.bytes_sent, "requests": cache.requests}}
+            data["stats"]["cache"] = {
+                "result": {
+                    "entriesRequested": cache.requests,
+                    "entriesFound": cache.hits,
+                    "entriesStored": cache.stored,
+                    "bytesSent": cache.bytes_sent,
+                    "requests": cache.requests,
+                }
+            }
         return data

@@ -1,4 +1,5 @@
 """HTTP query parameters -> validated request values (defaults and errors as the reference)."""
+
 from __future__ import annotations
 
 import math
@@ -56,8 +57,7 @@ def limit_param(form: Mapping[str, str], default: int = 100) -> int:
 def parse_step_param(text: str) -> int:
     step = _duration(text, "step")
     if step <= 0:
-        raise ValidationError("zero or negative query resolution step widths are not accepted. "
-                              "Try a positive integer")
+        raise ValidationError("zero or negative query resolution step widths are not accepted. Try a positive integer")
     return step
 
 
@@ -84,8 +84,10 @@ def check_aligned(start: int, end: int, step: int) -> None:
     """The engine rounds start down and end up to the step: both must stay 64-bit timestamps."""
     aligned_end = end if end % step == 0 else end + step - end % step
     if start - start % step < INT64_MIN or aligned_end + 1 > INT64_MAX:
-        raise ValidationError("invalid parameters 'start', 'end' and 'step': the query range rounded to "
-                              "the step does not fit 64-bit nanosecond timestamps")
+        raise ValidationError(
+            "invalid parameters 'start', 'end' and 'step': the query range rounded to "
+            "the step does not fit 64-bit nanosecond timestamps"
+        )
 
 
 def time_range(form: Mapping[str, str], default_span: int, now: int | None = None) -> tuple[int, int]:
@@ -116,11 +118,12 @@ def range_request(form: Mapping[str, str], now: int | None = None) -> RangeReque
     step_text = form.get("step")
     step = _duration(step_text, "step") if step_text else default_step(start, end)
     if step <= 0:
-        raise ValidationError("zero or negative query resolution step widths are not accepted. "
-                              "Try a positive integer")
+        raise ValidationError("zero or negative query resolution step widths are not accepted. Try a positive integer")
     if (end - start) / step > MAX_POINTS:
-        raise ValidationError("exceeded maximum resolution of 11,000 points per timeseries. "
-                              "Try increasing the value of the step parameter")
+        raise ValidationError(
+            "exceeded maximum resolution of 11,000 points per timeseries. "
+            "Try increasing the value of the step parameter"
+        )
     check_aligned(start, end, step)
     interval_text = form.get("interval")
     interval = _duration(interval_text, "interval") if interval_text else None

@@ -13,6 +13,7 @@ still arrive (the reference's `max_cache_freshness_per_query`). Log queries are 
 cached. Values are stored pickled: the size bound counts real bytes and a hit can never
 share (and mutate) an object with an earlier answer.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -49,10 +50,19 @@ class ResultsCache:
     @staticmethod
     def key(tenants: tuple[str, ...], sub: SubQuery, deletes_digest: str) -> str:
         p = sub.params
-        text = "\x00".join([
-            "|".join(tenants), print_expr(sub.expr), str(p.start), str(p.end), str(p.step), str(p.instant),
-            str(p.interval), repr(sub.shard), deletes_digest,
-        ])
+        text = "\x00".join(
+            [
+                "|".join(tenants),
+                print_expr(sub.expr),
+                str(p.start),
+                str(p.end),
+                str(p.step),
+                str(p.instant),
+                str(p.interval),
+                repr(sub.shard),
+                deletes_digest,
+            ]
+        )
         return hashlib.sha256(text.encode()).hexdigest()
 
     def cacheable(self, sub: SubQuery, now_ns: int) -> bool:
@@ -104,5 +114,7 @@ def results_cache_options(cfg: Config) -> dict:
     def deletes_digest(tenant: str) -> str:
         return hashlib.sha256(repr(pending_delete_filters(requests, tenant)).encode()).hexdigest()
 
-    return {"results_cache": ResultsCache(max_bytes, cfg.limits_config.max_cache_freshness_per_query),
-            "deletes_digest": deletes_digest}
+    return {
+        "results_cache": ResultsCache(max_bytes, cfg.limits_config.max_cache_freshness_per_query),
+        "deletes_digest": deletes_digest,
+    }

@@ -1,4 +1,5 @@
 """Durations as Go's time package and Prometheus's model package spell them (values in nanoseconds)."""
+
 from __future__ import annotations
 
 __all__ = ["format_go_duration", "format_prom_duration", "parse_go_duration"]
@@ -57,7 +58,7 @@ def parse_go_duration(text: str) -> int:
         if pos < len(s) and s[pos] == ".":
             end = _digits(s, pos + 1)
             post = end > pos + 1
-            for digit in s[pos + 1:end]:  # leadingFraction: digits past int64 precision are dropped
+            for digit in s[pos + 1 : end]:  # leadingFraction: digits past int64 precision are dropped
                 nxt = frac * 10 + int(digit)
                 if frac > _INT64_MAX // 10 or nxt > 1 << 63:
                     break
@@ -122,9 +123,15 @@ def _fraction(value: int, unit: int) -> str:
 
 
 # Years and weeks only when they divide the rest exactly: 90d reads better than 12w6d.
-_PROM_UNITS = (("y", 365 * 86400 * 1000, True), ("w", 7 * 86400 * 1000, True),
-               ("d", 86400 * 1000, False), ("h", 3600 * 1000, False), ("m", 60 * 1000, False),
-               ("s", 1000, False), ("ms", 1, False))
+_PROM_UNITS = (
+    ("y", 365 * 86400 * 1000, True),
+    ("w", 7 * 86400 * 1000, True),
+    ("d", 86400 * 1000, False),
+    ("h", 3600 * 1000, False),
+    ("m", 60 * 1000, False),
+    ("s", 1000, False),
+    ("ms", 1, False),
+)
 
 
 def format_prom_duration(ns: int) -> str:

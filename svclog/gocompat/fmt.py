@@ -1,5 +1,6 @@
 """Go's float spellings: fmt %v of a float64 and strconv.FormatFloat(v, 'f', -1, 64), as the
 reference's canonical query text and sample values print them."""
+
 from __future__ import annotations
 
 import math
@@ -54,6 +55,4 @@ def _plain(digits: str, exp: int) -> str:
         return "0." + "0" * (-exp - 1) + digits
     if exp + 1 >= len(digits):
         return digits + "0" * (exp + 1 - len(digits))
-    return digits[:exp + 1] + "." + digits[exp + 1:]
-
-
+    return digits[: exp + 1] + "." + digits[exp + 1 :]

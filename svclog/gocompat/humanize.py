@@ -1,4 +1,5 @@
 """go-humanize's ParseBytes: `42 MB`, `42 mib`, `1,000`, `1.5KiB` -> bytes."""
+
 from __future__ import annotations
 
 from svclog.gocompat.strconv import parse_float, quote
@@ -6,11 +7,32 @@ from svclog.gocompat.strconv import parse_float, quote
 __all__ = ["parse_bytes"]
 
 _UNITS = {
-    "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
-    "t": 1000**4, "tb": 1000**4, "p": 1000**5, "pb": 1000**5, "e": 1000**6, "eb": 1000**6,
-    "ki": 1024, "kib": 1024, "mi": 1024**2, "mib": 1024**2, "gi": 1024**3, "gib": 1024**3,
-    "ti": 1024**4, "tib": 1024**4, "pi": 1024**5, "pib": 1024**5, "ei": 1024**6, "eib": 1024**6,
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "t": 1000**4,
+    "tb": 1000**4,
+    "p": 1000**5,
+    "pb": 1000**5,
+    "e": 1000**6,
+    "eb": 1000**6,
+    "ki": 1024,
+    "kib": 1024,
+    "mi": 1024**2,
+    "mib": 1024**2,
+    "gi": 1024**3,
+    "gib": 1024**3,
+    "ti": 1024**4,
+    "tib": 1024**4,
+    "pi": 1024**5,
+    "pib": 1024**5,
+    "ei": 1024**6,
+    "eib": 1024**6,
 }
 # Go's strings.TrimSpace set (unicode.IsSpace)
 _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"

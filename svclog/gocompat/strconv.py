@@ -3,6 +3,7 @@
 Strings that came from bytes which are not valid UTF-8 carry those bytes as surrogate escapes
 (`bytes.decode("utf-8", "surrogateescape")`); they quote as `\\xNN`, as Go quotes a bad byte.
 """
+
 from __future__ import annotations
 
 import math
@@ -42,8 +43,7 @@ def quote_rune(code: int, ascii_only: bool = False) -> str:
     return "'" + escape_rune(ch, "'", ascii_only) + "'"
 
 
-_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
-                   "v": "\v", "\\": "\\", '"': '"'}
+_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\", '"': '"'}
 _HEX = "0123456789abcdefABCDEF"
 
 
@@ -66,17 +66,17 @@ def unquote_double(body: str) -> str:
             out += _SIMPLE_ESCAPES[kind].encode()
             i += 2
         elif kind in "01234567" and kind:
-            digits = body[i + 1:i + 4]
+            digits = body[i + 1 : i + 4]
             if len(digits) < 3 or any(d not in "01234567" for d in digits) or int(digits, 8) > 255:
                 raise ValueError("invalid char escape")
             out.append(int(digits, 8))
             i += 4
         elif kind == "x":
-            out.append(_hex_value(body[i + 2:i + 4], 2))
+            out.append(_hex_value(body[i + 2 : i + 4], 2))
             i += 4
         elif kind in ("u", "U"):
             size = 4 if kind == "u" else 8
-            code = _hex_value(body[i + 2:i + 2 + size], size)
+            code = _hex_value(body[i + 2 : i + 2 + size], size)
             if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
                 raise ValueError("invalid char escape")
             out += chr(code).encode()

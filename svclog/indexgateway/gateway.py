@@ -6,6 +6,7 @@ read, and keeps one bounded cache of decoded index segments that every querier u
 shares (immutable segments: a cache entry is never stale; the listing of a period is read
 per lookup, so a newly flushed segment is seen at once).
 """
+
 from __future__ import annotations
 
 import threading
@@ -35,8 +36,9 @@ class IndexGateway:
             self._lookups[method] += 1
             self._tenants.add(tenant)
 
-    def chunk_refs(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
-                   shard: tuple[int, int] | None = None) -> dict[Labels, list[ChunkRef]]:
+    def chunk_refs(
+        self, tenant: str, matchers: Iterable[Matcher], start: int, end: int, shard: tuple[int, int] | None = None
+    ) -> dict[Labels, list[ChunkRef]]:
         """Refs of the chunks overlapping [start, end) of the tenant's streams matching all matchers."""
         self._count("chunk_refs", tenant)
         return self.reader.chunk_refs(tenant, matchers, start, end, shard)
@@ -51,6 +53,11 @@ class IndexGateway:
             lookups = dict(self._lookups)
             tenants = len(self._tenants)
         reader = self.reader
-        return {"lookups": lookups, "tenants": tenants, "segments_read": reader.segments_read,
-                "cache_hits": reader.cache_hits, "cached_segments": reader.cached_segments(),
-                "cached_bytes": reader.cached_bytes}
+        return {
+            "lookups": lookups,
+            "tenants": tenants,
+            "segments_read": reader.segments_read,
+            "cache_hits": reader.cache_hits,
+            "cached_segments": reader.cached_segments(),
+            "cached_bytes": reader.cached_bytes,
+        }

@@ -5,6 +5,7 @@ is the tenant's owner; the others are who to try when it does not answer: in `ri
 the rest of its replication set (`index_gateway.ring.replication_factor`), in `simple`
 mode every other healthy gateway. No address at all means: read the index yourself.
 """
+
 from __future__ import annotations
 
 import hashlib

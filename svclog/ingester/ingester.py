@@ -3,6 +3,7 @@
 Thread-safe: the actor host runs pushes, queries and the flush loop concurrently, so
 state changes happen under one lock while uploads run outside it.
 """
+
 from __future__ import annotations
 
 import functools
@@ -59,9 +60,13 @@ class IngesterStats:
 
 
 class Ingester:
-    def __init__(self, settings: IngesterSettings, writer: ChunkWriter,
-                 stream_limit: Callable[[str], int] | None = None,
-                 stream_rate: Callable[[str], tuple[float, float]] | None = None):
+    def __init__(
+        self,
+        settings: IngesterSettings,
+        writer: ChunkWriter,
+        stream_limit: Callable[[str], int] | None = None,
+        stream_rate: Callable[[str], tuple[float, float]] | None = None,
+    ):
         self.settings = settings
         self.writer = writer
         self.stream_limit = stream_limit  # tenant -> this ingester's active stream limit (0: none)
@@ -124,16 +129,30 @@ class Ingester:
 
     # ------------------------------------------------------------ read path
 
-    def select(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
-               shard: tuple[int, int] | None = None, line_filters: tuple = (),
-               deadline: float | None = None) -> list[tuple[Labels, pa.Table]]:
+    def select(
+        self,
+        tenant: str,
+        matchers: Iterable[Matcher],
+        start: int,
+        end: int,
+        shard: tuple[int, int] | None = None,
+        line_filters: tuple = (),
+        deadline: float | None = None,
+    ) -> list[tuple[Labels, pa.Table]]:
         with self._lock:
             instance = self.tenants.get(tenant)
             return instance.select(matchers, start, end, shard, line_filters, deadline) if instance else []
 
-    def select_packed(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
-                      shard: tuple[int, int] | None = None, line_filters: tuple = (),
-                      deadline: float | None = None):
+    def select_packed(
+        self,
+        tenant: str,
+        matchers: Iterable[Matcher],
+        start: int,
+        end: int,
+        shard: tuple[int, int] | None = None,
+        line_filters: tuple = (),
+        deadline: float | None = None,
+    ):
         """`select` for another process; `deadline` (the query's, wall-clock seconds) stops it early."""
         with self._lock:
             instance = self.tenants.get(tenant)
@@ -164,8 +183,11 @@ class Ingester:
 
     def memory_chunks(self) -> int:
         with self._lock:
-            return sum(len(s.sealed) + (1 if len(s.head) else 0)
-                       for inst in self.tenants.values() for s in inst.streams.values())
+            return sum(
+                len(s.sealed) + (1 if len(s.head) else 0)
+                for inst in self.tenants.values()
+                for s in inst.streams.values()
+            )
 
     # ------------------------------------------------------------ flushing
 
@@ -178,8 +200,10 @@ class Ingester:
         flushed, failures = self._flush(True)
         if failures:
             streams, error = failures[0], failures[1]
-            raise FlushError(f"flush failed: chunks of {streams} stream(s) could not be written to the object "
-                             f"store and are kept in memory for the next flush: {error}")
+            raise FlushError(
+                f"flush failed: chunks of {streams} stream(s) could not be written to the object "
+                f"store and are kept in memory for the next flush: {error}"
+            )
         return flushed
 
     def _flush(self, force: bool) -> tuple[int, tuple]:
@@ -193,14 +217,22 @@ class Ingester:
             # (~1 s for 120 MB of heads) stalled every push for that long
             for stream in streams:
                 with self._lock:
-                    if force or stream.cut_reason(now, self.settings.chunk_target_size,
-                                                  self.settings.chunk_idle_period, self.settings.max_chunk_age):
+                    if force or stream.cut_reason(
+                        now,
+                        self.settings.chunk_target_size,
+                        self.settings.chunk_idle_period,
+                        self.settings.max_chunk_age,
+                    ):
                         stream.cut()
                     else:
                         stream.head.compact()  # bounds how long one push's buffers stay pinned
             with self._lock:
-                pending = [(inst.tenant, stream, list(stream.sealed))
-                           for inst in self.tenants.values() for stream in inst.streams.values() if stream.sealed]
+                pending = [
+                    (inst.tenant, stream, list(stream.sealed))
+                    for inst in self.tenants.values()
+                    for stream in inst.streams.values()
+                    if stream.sealed
+                ]
             flushed = 0
             for tenant, stream, chunks in pending:
                 try:
@@ -234,14 +266,19 @@ class Ingester:
             with self._lock:  # the snapshot and the segment it covers, taken together
                 # only references: concatenating every head here (~1 s per 120 MB of heads
                 # appended to since the last compaction) stalled every push for that long
-                taken = [(inst.tenant, stream.labels.items, [c.table for c in stream.sealed], stream.head.parts())
-                         for inst in self.tenants.values() for stream in inst.streams.values()
-                         if not stream.is_empty()]
+                taken = [
+                    (inst.tenant, stream.labels.items, [c.table for c in stream.sealed], stream.head.parts())
+                    for inst in self.tenants.values()
+                    for stream in inst.streams.values()
+                    if not stream.is_empty()
+                ]
                 covered = self.wal.rotate()
             # Copying, pickling and fsyncing the snapshot take long: pushes go on meanwhile (into
             # the next segment, which the snapshot does not cover). Its batches are immutable.
-            snapshot = [(tenant, items, sealed + ([_own_table(parts)] if parts else []))
-                        for tenant, items, sealed, parts in taken]
+            snapshot = [
+                (tenant, items, sealed + ([_own_table(parts)] if parts else []))
+                for tenant, items, sealed, parts in taken
+            ]
             self.wal.write_checkpoint(covered, snapshot)
         self._last_checkpoint = time.monotonic()
 
@@ -253,8 +290,14 @@ class Ingester:
             instance = self._instance(tenant)
             for table in tables:
                 columns = table.to_pydict()
-                instance.push([StreamColumns(Labels(label_items), columns["ts"], columns["line"],
-                                             _metadata_pairs(columns["metadata"]))], now)
+                instance.push(
+                    [
+                        StreamColumns(
+                            Labels(label_items), columns["ts"], columns["line"], _metadata_pairs(columns["metadata"])
+                        )
+                    ],
+                    now,
+                )
         for tenant, streams in records:
             if tenant is None:
                 tenant, columns = decode_batch(streams)

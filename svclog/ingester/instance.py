@@ -1,4 +1,5 @@
 """TenantInstance: one tenant's streams inside an ingester, found by label set, and its stream limit."""
+
 from __future__ import annotations
 
 import time
@@ -22,8 +23,9 @@ class StreamLimitError(LimitError):
     status = 429
 
 
-def local_stream_limit(max_streams_per_user: int, max_global_streams_per_user: int,
-                       healthy_ingesters: int, replication_factor: int) -> int:
+def local_stream_limit(
+    max_streams_per_user: int, max_global_streams_per_user: int, healthy_ingesters: int, replication_factor: int
+) -> int:
     """The per-ingester stream limit, 0 for none: the smaller non-zero of the local limit and
     the global one spread over the healthy ingesters, times the replication factor (each
     stream lives on rf of them). With no healthy ingester known the global limit is skipped."""
@@ -54,8 +56,9 @@ class TenantInstance:
         self.streams: dict[Labels, MemoryStream] = {}
         self.rates = StreamRateLimits()
 
-    def limit_rate(self, streams: list[StreamColumns], rate: float, burst: float
-                   ) -> tuple[list[StreamColumns], StreamRateLimitError | None]:
+    def limit_rate(
+        self, streams: list[StreamColumns], rate: float, burst: float
+    ) -> tuple[list[StreamColumns], StreamRateLimitError | None]:
         """The per-stream rate limit: the entries within it, and the error for the rest."""
         return self.rates.admit(streams, rate, burst)
 
@@ -91,7 +94,8 @@ class TenantInstance:
         return accepted, StreamLimitError(
             f"Maximum active stream limit exceeded when trying to create stream {refused[0].labels}, "
             f"reduce the number of active streams (reduce labels or reduce label values), or contact "
-            f"your Loki administrator to see if the limit can be increased, user: '{self.tenant}'")
+            f"your Loki administrator to see if the limit can be increased, user: '{self.tenant}'"
+        )
 
     def push(self, streams: Iterable[StreamColumns | BatchStream], now_ns: int) -> tuple[int, int]:
         """Append entries; returns (lines, bytes). Limits are the caller's (`admit`): WAL replay skips them."""
@@ -121,14 +125,26 @@ class TenantInstance:
             if labels_match(stream.labels, matchers):
                 yield stream
 
-    def select(self, matchers: Iterable[Matcher], start: int, end: int,
-               shard: tuple[int, int] | None = None, line_filters: tuple = (),
-               deadline: float | None = None) -> list[tuple[Labels, pa.Table]]:
+    def select(
+        self,
+        matchers: Iterable[Matcher],
+        start: int,
+        end: int,
+        shard: tuple[int, int] | None = None,
+        line_filters: tuple = (),
+        deadline: float | None = None,
+    ) -> list[tuple[Labels, pa.Table]]:
         return self.select_scanned(matchers, start, end, shard, line_filters, deadline)[0]
 
-    def select_scanned(self, matchers: Iterable[Matcher], start: int, end: int, shard: tuple[int, int] | None = None,
-                       line_filters: tuple = (), deadline: float | None = None
-                       ) -> tuple[list[tuple[Labels, pa.Table]], IngesterScan]:
+    def select_scanned(
+        self,
+        matchers: Iterable[Matcher],
+        start: int,
+        end: int,
+        shard: tuple[int, int] | None = None,
+        line_filters: tuple = (),
+        deadline: float | None = None,
+    ) -> tuple[list[tuple[Labels, pa.Table]], IngesterScan]:
         """`select`, and what it scanned for it before the line filters (the query stats): lines and
         bytes in the range of head blocks and of sealed chunks, and the chunks overlapping it.
 
@@ -154,9 +170,15 @@ class TenantInstance:
                     out.append((stream.labels, table))
         return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks)
 
-    def select_packed(self, matchers: Iterable[Matcher], start: int, end: int,
-                      shard: tuple[int, int] | None = None, line_filters: tuple = (),
-                      deadline: float | None = None) -> PackedStreams:
+    def select_packed(
+        self,
+        matchers: Iterable[Matcher],
+        start: int,
+        end: int,
+        shard: tuple[int, int] | None = None,
+        line_filters: tuple = (),
+        deadline: float | None = None,
+    ) -> PackedStreams:
         """`select` as one table (one transfer, one schema instead of one per stream)."""
         return PackedStreams.pack(*self.select_scanned(matchers, start, end, shard, line_filters, deadline))
 
@@ -212,8 +234,9 @@ class PackedStreams:
     """Several streams' entries in one table (rows of a stream contiguous), for cheap transfer,
     with what the ingester scanned to find them (`scan`, for the query stats)."""
 
-    def __init__(self, labels: list[Labels], lengths: list[int], table: pa.Table | None,
-                 scan: IngesterScan = NOTHING_SCANNED):
+    def __init__(
+        self, labels: list[Labels], lengths: list[int], table: pa.Table | None, scan: IngesterScan = NOTHING_SCANNED
+    ):
         self.labels = labels
         self.lengths = lengths
         self.table = table
@@ -248,5 +271,7 @@ def own_buffers(table: pa.Table) -> pa.Table:
     buffers (a slice): what pickling it would send is then its rows, not the buffers it views."""
     if table.get_total_buffer_size() <= table.nbytes * SLACK + 4096:
         return table
-    return pa.Table.from_arrays([pa.concat_arrays(column.chunks) if column.num_chunks else column
-                                 for column in table.columns], schema=table.schema)
+    return pa.Table.from_arrays(
+        [pa.concat_arrays(column.chunks) if column.num_chunks else column for column in table.columns],
+        schema=table.schema,
+    )

@@ -7,6 +7,7 @@ Pure (no Ray): the ring is a small Protocol the actor host implements with remot
   it is set, SIGTERM/SIGINT makes the ingester leave the ring and flush before exiting.
 - Shutdown: LEAVING -> flush (if asked) -> forget -> delete the token file (if asked).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -136,8 +137,16 @@ class Identity:
 class IngesterLifecycle:
     """The ingester's service state and its ring membership, start to end."""
 
-    def __init__(self, identity: Identity, ring: RingMembership, ingester: Flushable, marker: ShutdownMarker,
-                 tokens: TokenFile, *, stop_background: Callable[[], None] = lambda: None):
+    def __init__(
+        self,
+        identity: Identity,
+        ring: RingMembership,
+        ingester: Flushable,
+        marker: ShutdownMarker,
+        tokens: TokenFile,
+        *,
+        stop_background: Callable[[], None] = lambda: None,
+    ):
         self.identity = identity
         self.ring = ring
         self.ingester = ingester

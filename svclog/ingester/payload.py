@@ -10,6 +10,7 @@ travel inside the task rather than through the object store.
 Batches of the previous form (LZ4-compressed pickled lists, no magic) still decode: WAL
 segments written before an upgrade replay.
 """
+
 from __future__ import annotations
 
 import pickle
@@ -43,8 +44,9 @@ class BatchStream:
 
     __slots__ = ("_lists", "_size", "batch", "bounds", "labels")
 
-    def __init__(self, labels: Labels, batch: pa.RecordBatch, bounds: tuple[int, int] | None = None,
-                 size: int | None = None):
+    def __init__(
+        self, labels: Labels, batch: pa.RecordBatch, bounds: tuple[int, int] | None = None, size: int | None = None
+    ):
         self.labels = labels
         self.batch = batch
         # (min ts, max ts) and line bytes, when the decoder computed them for the whole push
@@ -77,8 +79,9 @@ class BatchStream:
             md = None
             if metadata.null_count < len(metadata):
                 md = [list(v) if v else None for v in metadata.to_pylist()]
-            self._lists = StreamColumns(self.labels, self.batch.column(0).to_pylist(),
-                                        self.batch.column(1).to_pylist(), md)
+            self._lists = StreamColumns(
+                self.labels, self.batch.column(0).to_pylist(), self.batch.column(1).to_pylist(), md
+            )
         return self._lists
 
     @property
@@ -135,8 +138,8 @@ def decode_batch(payload: bytes) -> tuple[str, list]:
         return _decode_legacy(payload)
     start = len(_MAGIC) + _HEADER.size
     (size,) = _HEADER.unpack_from(payload, len(_MAGIC))
-    tenant, layout = pickle.loads(memoryview(payload)[start:start + size])
-    reader = pa.ipc.open_stream(pa.py_buffer(payload)[start + size:], options=_READ_OPTIONS)
+    tenant, layout = pickle.loads(memoryview(payload)[start : start + size])
+    reader = pa.ipc.open_stream(pa.py_buffer(payload)[start + size :], options=_READ_OPTIONS)
     batch = reader.read_next_batch()
     if not batch.num_rows:
         return tenant, [BatchStream(Labels(items), batch, None, 0) for items, _ in layout]
@@ -150,14 +153,16 @@ def decode_batch(payload: bytes) -> tuple[str, list]:
     highs = np.maximum.reduceat(ts, starts[nonempty]) if len(nonempty) else []
     bounds = dict(zip(nonempty.tolist(), zip(map(int, lows), map(int, highs))))
     lines = batch.column(1)
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset:lines.offset + len(lines) + 1]
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset : lines.offset + len(lines) + 1]
     sizes = (offsets[starts + counts] - offsets[starts]).tolist()
-    return tenant, [BatchStream(Labels(items), batch.slice(int(start), count), bounds.get(i), size)
-                    for i, ((items, count), start, size) in enumerate(zip(layout, starts, sizes))]
+    return tenant, [
+        BatchStream(Labels(items), batch.slice(int(start), count), bounds.get(i), size)
+        for i, ((items, count), start, size) in enumerate(zip(layout, starts, sizes))
+    ]
 
 
 def _decode_legacy(payload: bytes) -> tuple[str, list[StreamColumns]]:
     (size,) = _LEGACY_SIZE.unpack_from(payload)
-    raw = _LEGACY_CODEC.decompress(memoryview(payload)[_LEGACY_SIZE.size:], decompressed_size=size, asbytes=True)
+    raw = _LEGACY_CODEC.decompress(memoryview(payload)[_LEGACY_SIZE.size :], decompressed_size=size, asbytes=True)
     tenant, streams = pickle.loads(raw)
     return tenant, [StreamColumns(Labels(items), ts, lines, md) for items, ts, lines, md in streams]

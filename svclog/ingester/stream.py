@@ -1,4 +1,5 @@
 """MemoryStream: one stream's unflushed data in an ingester (head block + sealed chunks)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,9 @@ class MemoryStream:
         self.head_created_ns = now_ns
         self.last_append_ns = now_ns
 
-    def append(self, batch: pa.RecordBatch, min_ts: int, max_ts: int, raw_bytes: int, now_ns: int,
-               shared: bool = False) -> None:
+    def append(
+        self, batch: pa.RecordBatch, min_ts: int, max_ts: int, raw_bytes: int, now_ns: int, shared: bool = False
+    ) -> None:
         if not len(self.head):
             self.head_created_ns = now_ns
         self.head.append_batch(batch, min_ts, max_ts, raw_bytes, shared)
@@ -55,8 +57,9 @@ class MemoryStream:
     def windows(self, start: int, end: int) -> tuple[list[pa.Table], pa.Table | None]:
         """Entries with start <= ts < end of each sealed chunk whose bounds overlap the range, and
         of the head (None when it does not overlap); a window may be empty."""
-        sealed = [_time_window(c.table, start, end, sorted_=True)
-                  for c in self.sealed if c.min_ts < end and c.max_ts >= start]
+        sealed = [
+            _time_window(c.table, start, end, sorted_=True) for c in self.sealed if c.min_ts < end and c.max_ts >= start
+        ]
         head = None
         if len(self.head) and self.head.min_ts < end and self.head.max_ts >= start:
             whole = self.head.min_ts >= start and self.head.max_ts < end

@@ -4,6 +4,7 @@ A push's slice of a stream is taken whole when it fits (one comparison, the comm
 otherwise the longest prefix of entries that fits is kept and the rest refused with the
 reference's 429 message.
 """
+
 from __future__ import annotations
 
 import time
@@ -57,8 +58,9 @@ class StreamRateLimits:
     def __init__(self) -> None:
         self._buckets: dict[Labels, StreamRate] = {}
 
-    def admit(self, streams: list[StreamColumns], rate: float, burst: float
-              ) -> tuple[list[StreamColumns], StreamRateLimitError | None]:
+    def admit(
+        self, streams: list[StreamColumns], rate: float, burst: float
+    ) -> tuple[list[StreamColumns], StreamRateLimitError | None]:
         if rate <= 0:
             return streams, None
         now = time.monotonic()
@@ -81,7 +83,8 @@ class StreamRateLimits:
         return kept, StreamRateLimitError(
             f"Per stream rate limit exceeded (limit: {base2_bytes(int(rate))}/sec) while attempting to ingest "
             f"for stream '{labels}' totaling {base2_bytes(over)}, consider splitting a stream via additional "
-            f"labels or contact your Loki administrator to see if the limit can be increased")
+            f"labels or contact your Loki administrator to see if the limit can be increased"
+        )
 
     def forget(self, labels: Labels) -> None:
         self._buckets.pop(labels, None)

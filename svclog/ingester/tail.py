@@ -12,6 +12,7 @@ Reading side: `TailMerger` combines the batches of every ingester of one tail: d
 copies that replication (or a replay overlap) produces, holds entries for `delay_for`
 and releases them in timestamp order, with a bounded amount of memory.
 """
+
 from __future__ import annotations
 
 import logging
@@ -59,6 +60,7 @@ class TailSettings:
 
 
 # ---------------------------------------------------------------- ingester side
+
 
 class TailSubscription:
     """One tail of one tenant: matchers, pipeline, bounded buffer, dropped records."""
@@ -142,8 +144,7 @@ def _to_block(stream: StreamColumns | BatchStream) -> StreamBlock:
     metadata = None
     if stream.metadata is not None:
         metadata = pa.array([[tuple(kv) for kv in m] if m else [] for m in stream.metadata], METADATA_TYPE)
-    return StreamBlock(stream.labels, pa.array(stream.ts, pa.int64()), pa.array(stream.lines, pa.string()),
-                       metadata)
+    return StreamBlock(stream.labels, pa.array(stream.ts, pa.int64()), pa.array(stream.lines, pa.string()), metadata)
 
 
 class TailRegistry:
@@ -167,8 +168,9 @@ class TailRegistry:
         with self._lock:
             old = self._subs.get(sub_id)
             if old is None and len(self._subs) >= self.settings.max_subscriptions:
-                raise LimitError(f"too many tail subscriptions on this ingester "
-                                 f"(limit {self.settings.max_subscriptions})")
+                raise LimitError(
+                    f"too many tail subscriptions on this ingester (limit {self.settings.max_subscriptions})"
+                )
             if old is not None:
                 self._remove(old)
             sub = TailSubscription(sub_id, tenant, query, self.settings, self._clock())
@@ -238,6 +240,7 @@ class TailRegistry:
 
 
 # ---------------------------------------------------------------- reading side
+
 
 @dataclass(frozen=True)
 class MergeSettings:

@@ -7,6 +7,7 @@ Replay = checkpoint + every later segment, stopping at the first torn record.
 Writes go to the OS on every record (survives a process kill); fsync runs every
 `fsync_interval` seconds (bounds loss on power failure).
 """
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,9 @@ import pickle
 import struct
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 _HEADER = struct.Struct("<II")
 
@@ -33,8 +35,9 @@ class WAL:
         self._last_sync = time.monotonic()
 
     def _numbers(self, prefix: str) -> list[int]:
-        return sorted(int(p.name[len(prefix):]) for p in self.dir.glob(prefix + "*")
-                      if p.name[len(prefix):].isdigit())
+        return sorted(
+            int(p.name[len(prefix) :]) for p in self.dir.glob(prefix + "*") if p.name[len(prefix) :].isdigit()
+        )
 
     # ------------------------------------------------------------ writing
 
@@ -128,7 +131,7 @@ def _read_records(path: Path) -> Iterator[Any]:
     pos = 0
     while pos + _HEADER.size <= len(data):
         length, crc = _HEADER.unpack_from(data, pos)
-        payload = data[pos + _HEADER.size: pos + _HEADER.size + length]
+        payload = data[pos + _HEADER.size : pos + _HEADER.size + length]
         if len(payload) < length or zlib.crc32(payload) != crc:
             return  # torn tail of a crashed write: everything before it is intact
         yield pickle.loads(payload)

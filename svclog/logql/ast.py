@@ -5,15 +5,16 @@ The parser builds these, the printer prints them, rewrites map Expr -> Expr with
 Durations are integer nanoseconds; raw texts are kept where the printer must
 reproduce what the user wrote (byte sizes, duration filters).
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, fields, is_dataclass
-from typing import Iterator, Union
 
 from svclog.model import Matcher
 
-
 # ---------------------------------------------------------------- log selection
+
 
 @dataclass(frozen=True)
 class StreamSelector:
@@ -73,6 +74,7 @@ class UnpackParser:
 
 # ---- label filter expressions (used by LabelFilter stages and after unwrap)
 
+
 @dataclass(frozen=True)
 class StringLabelFilter:
     """`name = "v"`, `name != "v"`, `name =~ "re"`, `name !~ "re"`."""
@@ -120,14 +122,13 @@ class BinaryLabelFilter:
     """`a and b`, `a or b` (a comma or whitespace between filters means `and`)."""
 
     op: str  # "and" | "or"
-    left: "LabelFilterExpr"
-    right: "LabelFilterExpr"
+    left: LabelFilterExpr
+    right: LabelFilterExpr
 
 
-LabelFilterExpr = Union[
-    StringLabelFilter, NumericLabelFilter, DurationLabelFilter, BytesLabelFilter,
-    IpLabelFilter, BinaryLabelFilter,
-]
+LabelFilterExpr = (
+    StringLabelFilter | NumericLabelFilter | DurationLabelFilter | BytesLabelFilter | IpLabelFilter | BinaryLabelFilter
+)
 
 
 @dataclass(frozen=True)
@@ -179,10 +180,20 @@ class Decolorize:
     pass
 
 
-Stage = Union[
-    LineFilter, JsonParser, LogfmtParser, RegexpParser, PatternParser, UnpackParser,
-    LabelFilter, LineFormat, LabelFormat, Drop, Keep, Decolorize,
-]
+Stage = (
+    LineFilter
+    | JsonParser
+    | LogfmtParser
+    | RegexpParser
+    | PatternParser
+    | UnpackParser
+    | LabelFilter
+    | LineFormat
+    | LabelFormat
+    | Drop
+    | Keep
+    | Decolorize
+)
 
 
 @dataclass(frozen=True)
@@ -194,6 +205,7 @@ class LogQuery:
 
 
 # ---------------------------------------------------------------- metric expressions
+
 
 @dataclass(frozen=True)
 class Unwrap:
@@ -235,7 +247,7 @@ class VectorAggregation:
     """`op by (x) ([param,] expr)`; param is k for topk/bottomk/approx_topk."""
 
     op: str
-    expr: "Expr"
+    expr: Expr
     grouping: Grouping | None = None
     param: float | None = None
 
@@ -251,8 +263,8 @@ class VectorMatching:
 @dataclass(frozen=True)
 class BinaryOp:
     op: str  # + - * / % ^ == != > >= < <= and or unless
-    lhs: "Expr"
-    rhs: "Expr"
+    lhs: Expr
+    rhs: Expr
     return_bool: bool = False
     matching: VectorMatching | None = None
 
@@ -273,15 +285,15 @@ class VectorLiteral:
 class LabelReplace:
     """`label_replace(expr, "dst", "replacement", "src", "regex")`."""
 
-    expr: "Expr"
+    expr: Expr
     dst: str
     replacement: str
     src: str
     regex: str
 
 
-SampleExpr = Union[RangeAggregation, VectorAggregation, BinaryOp, Literal, VectorLiteral, LabelReplace]
-Expr = Union[LogQuery, SampleExpr]
+SampleExpr = RangeAggregation | VectorAggregation | BinaryOp | Literal | VectorLiteral | LabelReplace
+Expr = LogQuery | SampleExpr
 
 
 def is_log_query(expr: Expr) -> bool:

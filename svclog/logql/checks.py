@@ -3,6 +3,7 @@
 Each check raises ParseError with the reference's wording. Messages without a
 position are prefixed `parse error : ` like the reference's.
 """
+
 from __future__ import annotations
 
 import math
@@ -16,17 +17,34 @@ from svclog.model import Matcher, MatchType, ParseError, compile_go_regexp, is_v
 
 EMPTY_MATCHERS_ERROR = (
     "queries require at least one regexp or equality matcher that does not have an "
-    "empty-compatible value. For instance, app=~\".*\" does not meet this requirement, "
-    "but app=~\".+\" will"
+    'empty-compatible value. For instance, app=~".*" does not meet this requirement, '
+    'but app=~".+" will'
 )
 
 # Which range aggregations need, allow or refuse `| unwrap`, a parameter and grouping.
-NEEDS_UNWRAP = {"avg_over_time", "sum_over_time", "max_over_time", "min_over_time",
-                "stddev_over_time", "stdvar_over_time", "quantile_over_time",
-                "first_over_time", "last_over_time", "rate_counter"}
+NEEDS_UNWRAP = {
+    "avg_over_time",
+    "sum_over_time",
+    "max_over_time",
+    "min_over_time",
+    "stddev_over_time",
+    "stdvar_over_time",
+    "quantile_over_time",
+    "first_over_time",
+    "last_over_time",
+    "rate_counter",
+}
 NO_UNWRAP = {"count_over_time", "bytes_over_time", "bytes_rate"}
-GROUPING_ALLOWED = {"avg_over_time", "stddev_over_time", "stdvar_over_time", "quantile_over_time",
-                    "max_over_time", "min_over_time", "first_over_time", "last_over_time"}
+GROUPING_ALLOWED = {
+    "avg_over_time",
+    "stddev_over_time",
+    "stdvar_over_time",
+    "quantile_over_time",
+    "max_over_time",
+    "min_over_time",
+    "first_over_time",
+    "last_over_time",
+}
 K_AGGREGATIONS = {"topk", "bottomk", "approx_topk"}
 LOGICAL_OPS = {"and", "or", "unless"}
 COMPARISON_OPS = {"==", "!=", ">", ">=", "<", "<="}
@@ -39,11 +57,35 @@ def fail(message: str) -> ParseError:
 # ------------------------------------------------------------------ syntax errors
 
 _TOKEN_NAMES = {
-    "_LBRACE": "{", "_RBRACE": "}", "_LPAREN": "(", "_RPAREN": ")", "_COMMA": ",", "_PIPE": "|",
-    "EQ": "=", "NEQ": "!=", "RE": "=~", "NRE": "!~", "NPA": "!>", "PIPE_EXACT": "|=",
-    "PIPE_MATCH": "|~", "PIPE_PATTERN": "|>", "CMP_EQ": "==", "GT": ">", "GTE": ">=", "LT": "<",
-    "LTE": "<=", "ADD": "+", "SUB": "-", "MUL": "*", "DIV": "/", "MOD": "%", "POW": "^",
-    "LABEL_FMT": "label_format", "LINE_FMT": "line_format", "$END": "$end", "FLAG": "PARSER_FLAG",
+    "_LBRACE": "{",
+    "_RBRACE": "}",
+    "_LPAREN": "(",
+    "_RPAREN": ")",
+    "_COMMA": ",",
+    "_PIPE": "|",
+    "EQ": "=",
+    "NEQ": "!=",
+    "RE": "=~",
+    "NRE": "!~",
+    "NPA": "!>",
+    "PIPE_EXACT": "|=",
+    "PIPE_MATCH": "|~",
+    "PIPE_PATTERN": "|>",
+    "CMP_EQ": "==",
+    "GT": ">",
+    "GTE": ">=",
+    "LT": "<",
+    "LTE": "<=",
+    "ADD": "+",
+    "SUB": "-",
+    "MUL": "*",
+    "DIV": "/",
+    "MOD": "%",
+    "POW": "^",
+    "LABEL_FMT": "label_format",
+    "LINE_FMT": "line_format",
+    "$END": "$end",
+    "FLAG": "PARSER_FLAG",
 }
 _PLAIN_NAMES = {"IDENTIFIER", "STRING", "NUMBER", "DURATION", "BYTES", "RANGE"}
 
@@ -112,6 +154,7 @@ def check_selectors(expr: object) -> None:
 
 # ------------------------------------------------------------------ parser stages
 
+
 def _regex_error(pattern: str) -> str | None:
     """Why RE2 (the reference's regex dialect) rejects `pattern`, or None if it is valid."""
     try:
@@ -134,7 +177,7 @@ def named_groups(pattern: str) -> list[str]:
             in_class = ch != "]"
         elif ch == "[":
             in_class = True
-            if pattern[i + 1:i + 2] == "]":
+            if pattern[i + 1 : i + 2] == "]":
                 i += 1
         elif ch == "(":
             match = re.match(r"\(\?P?<([^>=!][^>]*)>", pattern[i:])
@@ -166,7 +209,7 @@ def check_pattern_parser(pattern: str) -> None:
     pos = 0
     for match in _PATTERN_CAPTURE.finditer(pattern):
         if match.start() > pos:
-            nodes.append(("literal", pattern[pos:match.start()]))
+            nodes.append(("literal", pattern[pos : match.start()]))
         nodes.append(("capture", match.group(1)))
         pos = match.end()
     if pos < len(pattern):
@@ -202,8 +245,10 @@ def check_label_replace(regex: str) -> None:
 
 # ------------------------------------------------------------------ metric expressions
 
-def make_range_aggregation(op: str, log_range: ast.LogRange, param: str | None,
-                           grouping: ast.Grouping | None) -> ast.RangeAggregation:
+
+def make_range_aggregation(
+    op: str, log_range: ast.LogRange, param: str | None, grouping: ast.Grouping | None
+) -> ast.RangeAggregation:
     value = None
     if param is not None:
         if op != "quantile_over_time":
@@ -223,8 +268,9 @@ def make_range_aggregation(op: str, log_range: ast.LogRange, param: str | None,
     return ast.RangeAggregation(op, log_range, value, grouping)
 
 
-def make_vector_aggregation(op: str, inner: object, grouping: ast.Grouping | None,
-                            param: str | None) -> ast.VectorAggregation:
+def make_vector_aggregation(
+    op: str, inner: object, grouping: ast.Grouping | None, param: str | None
+) -> ast.VectorAggregation:
     _check_sample(inner, op)
     value = None
     if op in K_AGGREGATIONS:
@@ -252,16 +298,16 @@ def _check_sample(expr: object, op: str, side: str = "") -> None:
         raise fail(f"unexpected type for {where}: log query")
 
 
-def make_binop(op: str, lhs: object, rhs: object, return_bool: bool,
-               matching: ast.VectorMatching | None) -> ast.SampleExpr:
+def make_binop(
+    op: str, lhs: object, rhs: object, return_bool: bool, matching: ast.VectorMatching | None
+) -> ast.SampleExpr:
     _check_sample(lhs, op, "left")
     _check_sample(rhs, op, "right")
     left_literal = isinstance(lhs, ast.Literal)
     right_literal = isinstance(rhs, ast.Literal)
     if op in LOGICAL_OPS and (left_literal or right_literal):
         side, value = ("left", lhs) if left_literal else ("right", rhs)
-        raise fail(f"unexpected literal for {side} leg of logical/set binary operation "
-                   f"({op}): {value.value:f}")  # type: ignore[union-attr]
+        raise fail(f"unexpected literal for {side} leg of logical/set binary operation ({op}): {value.value:f}")  # type: ignore[union-attr]
     if left_literal and right_literal:
         # the reference folds constant expressions while parsing: (1 + 1) is 2
         return ast.Literal(fold_literals(op, lhs.value, rhs.value))  # type: ignore[union-attr]
@@ -282,8 +328,14 @@ def fold_literals(op: str, left: float, right: float) -> float:
         return math.nan if right == 0 or math.isinf(left) else math.fmod(left, right)
     if op == "^":
         return go_pow(left, right)
-    results = {"==": left == right, "!=": left != right, ">": left > right,
-               ">=": left >= right, "<": left < right, "<=": left <= right}
+    results = {
+        "==": left == right,
+        "!=": left != right,
+        ">": left > right,
+        ">=": left >= right,
+        "<": left < right,
+        "<=": left <= right,
+    }
     return 1.0 if results[op] else 0.0
 
 

@@ -11,14 +11,15 @@ Two quirks of the reference are kept on purpose: when a chain of line filters is
 itself too long, the filter ending each over-long prefix prints its first value
 only (its `or` alternatives are dropped), and `| decolorize` is not indented.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from svclog.logql import ast
 from svclog.gocompat.durations import format_prom_duration
 from svclog.gocompat.fmt import format_float_v
 from svclog.gocompat.strconv import quote as go_quote
+from svclog.logql import ast
 from svclog.logql.printer import reference_text
 
 __all__ = ["MAX_LINE", "prettify"]

@@ -6,6 +6,7 @@ only when written without a space, `[...]` is read raw as a range, function
 names are keywords only when an opening parenthesis (or `by`/`without (`)
 follows, and keywords are case-insensitive.
 """
+
 from __future__ import annotations
 
 import unicodedata
@@ -21,21 +22,59 @@ from svclog.model import ParseError, SvcError, parse_prom_duration
 
 # Keywords recognised wherever they appear (case-insensitively).
 KEYWORDS = {
-    "by": "BY", "without": "WITHOUT", "bool": "BOOL", "offset": "OFFSET",
-    "on": "ON", "ignoring": "IGNORING", "group_left": "GROUP_LEFT", "group_right": "GROUP_RIGHT",
-    "or": "OR", "and": "AND", "unless": "UNLESS",
-    "json": "JSON", "regexp": "REGEXP", "logfmt": "LOGFMT", "unpack": "UNPACK", "pattern": "PATTERN",
-    "label_format": "LABEL_FMT", "line_format": "LINE_FMT", "decolorize": "DECOLORIZE",
-    "drop": "DROP", "keep": "KEEP", "unwrap": "UNWRAP",
+    "by": "BY",
+    "without": "WITHOUT",
+    "bool": "BOOL",
+    "offset": "OFFSET",
+    "on": "ON",
+    "ignoring": "IGNORING",
+    "group_left": "GROUP_LEFT",
+    "group_right": "GROUP_RIGHT",
+    "or": "OR",
+    "and": "AND",
+    "unless": "UNLESS",
+    "json": "JSON",
+    "regexp": "REGEXP",
+    "logfmt": "LOGFMT",
+    "unpack": "UNPACK",
+    "pattern": "PATTERN",
+    "label_format": "LABEL_FMT",
+    "line_format": "LINE_FMT",
+    "decolorize": "DECOLORIZE",
+    "drop": "DROP",
+    "keep": "KEEP",
+    "unwrap": "UNWRAP",
 }
 
 RANGE_OPS = (
-    "count_over_time", "rate", "rate_counter", "bytes_over_time", "bytes_rate", "avg_over_time",
-    "sum_over_time", "min_over_time", "max_over_time", "stdvar_over_time", "stddev_over_time",
-    "quantile_over_time", "first_over_time", "last_over_time", "absent_over_time",
+    "count_over_time",
+    "rate",
+    "rate_counter",
+    "bytes_over_time",
+    "bytes_rate",
+    "avg_over_time",
+    "sum_over_time",
+    "min_over_time",
+    "max_over_time",
+    "stdvar_over_time",
+    "stddev_over_time",
+    "quantile_over_time",
+    "first_over_time",
+    "last_over_time",
+    "absent_over_time",
 )
 VECTOR_OPS = (
-    "sum", "avg", "max", "min", "count", "stddev", "stdvar", "bottomk", "topk", "sort", "sort_desc",
+    "sum",
+    "avg",
+    "max",
+    "min",
+    "count",
+    "stddev",
+    "stdvar",
+    "bottomk",
+    "topk",
+    "sort",
+    "sort_desc",
     "approx_topk",
 )
 
@@ -43,18 +82,42 @@ VECTOR_OPS = (
 FUNCTIONS = {
     **{name: "RANGE_OP" for name in RANGE_OPS},
     **{name: "VECTOR_OP" for name in VECTOR_OPS},
-    "vector": "VECTOR", "label_replace": "LABEL_REPLACE", "ip": "IP",
-    "bytes": "CONV_OP", "duration": "CONV_OP", "duration_seconds": "CONV_OP",
+    "vector": "VECTOR",
+    "label_replace": "LABEL_REPLACE",
+    "ip": "IP",
+    "bytes": "CONV_OP",
+    "duration": "CONV_OP",
+    "duration_seconds": "CONV_OP",
 }
 
 TWO_CHAR_OPS = {
-    "!=": "NEQ", "=~": "RE", "!~": "NRE", "!>": "NPA", "|=": "PIPE_EXACT", "|~": "PIPE_MATCH",
-    "|>": "PIPE_PATTERN", "==": "CMP_EQ", ">=": "GTE", "<=": "LTE",
+    "!=": "NEQ",
+    "=~": "RE",
+    "!~": "NRE",
+    "!>": "NPA",
+    "|=": "PIPE_EXACT",
+    "|~": "PIPE_MATCH",
+    "|>": "PIPE_PATTERN",
+    "==": "CMP_EQ",
+    ">=": "GTE",
+    "<=": "LTE",
 }
 ONE_CHAR_OPS = {
-    "{": "_LBRACE", "}": "_RBRACE", "(": "_LPAREN", ")": "_RPAREN", ",": "_COMMA", "=": "EQ",
-    "|": "_PIPE", "+": "ADD", "-": "SUB", "*": "MUL", "/": "DIV", "%": "MOD", "^": "POW",
-    ">": "GT", "<": "LT",
+    "{": "_LBRACE",
+    "}": "_RBRACE",
+    "(": "_LPAREN",
+    ")": "_RPAREN",
+    ",": "_COMMA",
+    "=": "EQ",
+    "|": "_PIPE",
+    "+": "ADD",
+    "-": "SUB",
+    "*": "MUL",
+    "/": "DIV",
+    "%": "MOD",
+    "^": "POW",
+    ">": "GT",
+    "<": "LT",
 }
 PARSER_FLAGS = ("--strict", "--keep-empty")
 
@@ -95,7 +158,7 @@ class _Scanner:
         return self.text[i] if i < len(self.text) else ""
 
     def advance(self, count: int) -> None:
-        for ch in self.text[self.pos:self.pos + count]:
+        for ch in self.text[self.pos : self.pos + count]:
             self.pos += 1
             if ch == "\n":
                 self.line += 1
@@ -113,8 +176,7 @@ class _Scanner:
 
     def token(self, kind: str, value: str, start: int) -> Token:
         line = self.text.count("\n", 0, start) + 1
-        return Token(kind, value, start_pos=start, line=line, column=self.column(start),
-                     end_pos=self.pos)
+        return Token(kind, value, start_pos=start, line=line, column=self.column(start), end_pos=self.pos)
 
     # ---------------------------------------------------------- main loop
 
@@ -158,7 +220,7 @@ class _Scanner:
             found = self.flag_or_negative_duration(start)
             if found is not None:
                 return found
-        pair = self.text[self.pos:self.pos + 2]
+        pair = self.text[self.pos : self.pos + 2]
         if pair in TWO_CHAR_OPS:
             self.advance(2)
             return self.token(TWO_CHAR_OPS[pair], pair, start)
@@ -181,12 +243,12 @@ class _Scanner:
                 i = _scan_exponent(text, i)
         else:
             while i < len(text) and (text[i].isdigit() or text[i] in "_."):
-                if text[i] == "." and "." in text[self.pos:i]:
+                if text[i] == "." and "." in text[self.pos : i]:
                     break
                 i += 1
             if i < len(text) and text[i] in "eE":
                 i = _scan_exponent(text, i)
-        number = text[self.pos:i]
+        number = text[self.pos : i]
         self.advance(i - self.pos)
         if _is_bad_octal(number):
             raise self.error(f"invalid digit {_bad_octal_digit(number)!r} in octal literal", start)
@@ -212,7 +274,7 @@ class _Scanner:
             i = self.pos + 1
             while i < len(self.text) and (self.text[i].isalpha() or self.text[i] == "-"):
                 i += 1
-            flag = self.text[self.pos:i]
+            flag = self.text[self.pos : i]
             if flag in PARSER_FLAGS:
                 self.advance(len(flag))
                 return self.token("FLAG", flag, start)
@@ -234,7 +296,7 @@ class _Scanner:
             if self.text[i] == '"':
                 break
             i += 1
-        body = self.text[start + 1:i]
+        body = self.text[start + 1 : i]
         self.advance(i + 1 - start)
         try:
             return unquote_double(body)
@@ -247,14 +309,14 @@ class _Scanner:
         if end < 0:
             raise self.error("literal not terminated", start)
         self.advance(end + 1 - start)
-        return self.text[start + 1:end]
+        return self.text[start + 1 : end]
 
     def range_literal(self, start: int) -> Token:
         end = self.text.find("]", start + 1)
         if end < 0:
             self.advance(len(self.text) - self.pos)
             raise self.error("missing closing ']' in duration")
-        body = self.text[start + 1:end]
+        body = self.text[start + 1 : end]
         self.advance(end + 1 - start)
         try:
             parse_prom_duration(body)
@@ -266,7 +328,7 @@ class _Scanner:
         i = self.pos + 1
         while i < len(self.text) and is_ident_part(self.text[i]):
             i += 1
-        text = self.text[self.pos:i]
+        text = self.text[self.pos : i]
         self.advance(i - self.pos)
         lower = text.lower()
         if lower in FUNCTIONS:
@@ -279,12 +341,12 @@ class _Scanner:
 
     def followed_by_call(self) -> bool:
         """Is the next thing `(` or `by (`/`without (`? That makes a name a function."""
-        rest = self.text[self.pos:].lstrip()
+        rest = self.text[self.pos :].lstrip()
         if rest.startswith("("):
             return True
         for word in ("by", "without"):
-            if rest[:len(word)].lower() == word:
-                return rest[len(word):].lstrip().startswith("(")
+            if rest[: len(word)].lower() == word:
+                return rest[len(word) :].lstrip().startswith("(")
         return False
 
 
@@ -298,8 +360,7 @@ def _scan_exponent(text: str, i: int) -> int:
 
 
 def _is_bad_octal(number: str) -> bool:
-    return (len(number) > 1 and number[0] == "0" and number.isdigit()
-            and any(d in "89" for d in number))
+    return len(number) > 1 and number[0] == "0" and number.isdigit() and any(d in "89" for d in number)
 
 
 def _bad_octal_digit(number: str) -> str:

@@ -4,6 +4,7 @@ The grammar lives in grammar.lark and the tokens come from lexer.py; this module
 builds the frozen AST from the parse (on each reduction, so deep nesting costs no
 recursion) and applies the reference's semantic rules (checks.py).
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -13,9 +14,9 @@ from typing import Any
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput
 
+from svclog.gocompat.humanize import parse_bytes
 from svclog.logql import ast, checks
 from svclog.logql.lexer import LogQLLexer, parse_logql_duration
-from svclog.gocompat.humanize import parse_bytes
 from svclog.model import Matcher, MatchType, ParseError, parse_prom_duration
 
 __all__ = ["MAX_QUERY_LENGTH", "parse", "parse_log_query", "parse_selector"]
@@ -305,8 +306,11 @@ def _flatten(stages: list[Any]) -> tuple[ast.Stage, ...]:
         if isinstance(stage, _LineFilter):
             stray = stage.stray_or[0 if first_of_run else 1]
             if stray is not None:
-                raise ParseError(f"parse error at line {stray.line}, col {stray.column}: syntax error: unexpected or",
-                                 stray.line, stray.column)
+                raise ParseError(
+                    f"parse error at line {stray.line}, col {stray.column}: syntax error: unexpected or",
+                    stray.line,
+                    stray.column,
+                )
         first_of_run = not isinstance(stage, _LineFilter)
         if isinstance(stage, _Stages):
             out.extend(stage)
@@ -322,8 +326,7 @@ def _extractions(items: list[Any]) -> tuple[ast.LabelExtraction, ...]:
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     grammar = (Path(__file__).with_name("grammar.lark")).read_text()
-    return Lark(grammar, parser="lalr", lexer=LogQLLexer, transformer=_Builder(),
-                maybe_placeholders=False)
+    return Lark(grammar, parser="lalr", lexer=LogQLLexer, transformer=_Builder(), maybe_placeholders=False)
 
 
 def _parse_tree(text: str) -> ast.Expr:
@@ -367,4 +370,3 @@ def parse_selector(text: str, *, validate: bool = True) -> ast.StreamSelector:
     if query.stages:
         raise checks.fail("only label matchers is supported")
     return query.selector
-

@@ -7,15 +7,16 @@ them, and for byte sizes loses precision: `1MiB` prints as `1.0MB`).
 `reference_text` is the reference's exact String() text; `format_query` (what
 GET /format_query returns) is its pretty form, built in format.py.
 """
+
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
 
-from svclog.logql import ast
 from svclog.gocompat.durations import format_go_duration, format_prom_duration
 from svclog.gocompat.fmt import format_float_f, format_float_v
 from svclog.gocompat.strconv import quote as go_quote
+from svclog.logql import ast
 from svclog.model import Matcher
 
 __all__ = ["format_query", "humanize_bytes", "print_expr", "reference_text"]
@@ -62,21 +63,34 @@ class _Printer:
     def __init__(self, reference: bool):
         self.reference = reference  # True: the reference's lossy spelling of filter values
         self.table: dict[type, Callable[[object], str]] = {
-            ast.StreamSelector: self.selector, ast.LogQuery: self.log_query,
-            ast.LineFilter: self.line_filter, ast.JsonParser: self.json_parser,
-            ast.LogfmtParser: self.logfmt_parser, ast.RegexpParser: self.regexp_parser,
-            ast.PatternParser: self.pattern_parser, ast.UnpackParser: lambda _: "| unpack",
-            ast.LabelFilter: self.label_filter_stage, ast.LineFormat: self.line_format,
-            ast.LabelFormat: self.label_format, ast.Drop: self.drop, ast.Keep: self.keep,
+            ast.StreamSelector: self.selector,
+            ast.LogQuery: self.log_query,
+            ast.LineFilter: self.line_filter,
+            ast.JsonParser: self.json_parser,
+            ast.LogfmtParser: self.logfmt_parser,
+            ast.RegexpParser: self.regexp_parser,
+            ast.PatternParser: self.pattern_parser,
+            ast.UnpackParser: lambda _: "| unpack",
+            ast.LabelFilter: self.label_filter_stage,
+            ast.LineFormat: self.line_format,
+            ast.LabelFormat: self.label_format,
+            ast.Drop: self.drop,
+            ast.Keep: self.keep,
             ast.Decolorize: lambda _: "| decolorize",
-            ast.StringLabelFilter: self.string_filter, ast.NumericLabelFilter: self.numeric_filter,
-            ast.DurationLabelFilter: self.duration_filter, ast.BytesLabelFilter: self.bytes_filter,
-            ast.IpLabelFilter: self.ip_filter, ast.BinaryLabelFilter: self.binary_filter,
-            ast.Unwrap: self.unwrap, ast.LogRange: self.log_range,
+            ast.StringLabelFilter: self.string_filter,
+            ast.NumericLabelFilter: self.numeric_filter,
+            ast.DurationLabelFilter: self.duration_filter,
+            ast.BytesLabelFilter: self.bytes_filter,
+            ast.IpLabelFilter: self.ip_filter,
+            ast.BinaryLabelFilter: self.binary_filter,
+            ast.Unwrap: self.unwrap,
+            ast.LogRange: self.log_range,
             ast.RangeAggregation: self.range_aggregation,
-            ast.VectorAggregation: self.vector_aggregation, ast.BinaryOp: self.binary_op,
+            ast.VectorAggregation: self.vector_aggregation,
+            ast.BinaryOp: self.binary_op,
             ast.Literal: self.literal,
-            ast.VectorLiteral: self.vector_literal, ast.LabelReplace: self.label_replace,
+            ast.VectorLiteral: self.vector_literal,
+            ast.LabelReplace: self.label_replace,
             ast.Grouping: _grouping,
         }
 
@@ -101,8 +115,7 @@ class _Printer:
 
     @staticmethod
     def _extractions(params: tuple[ast.LabelExtraction, ...]) -> str:
-        return ",".join(f"{p.label}={go_quote(p.label if p.expression is None else p.expression)}"
-                        for p in params)
+        return ",".join(f"{p.label}={go_quote(p.label if p.expression is None else p.expression)}" for p in params)
 
     def json_parser(self, node: ast.JsonParser) -> str:
         return "| json " + self._extractions(node.params) if node.params else "| json"

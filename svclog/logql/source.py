@@ -4,10 +4,12 @@ A source yields one `StreamBlock` per matching stream: entries sorted by timesta
 ascending, de-duplicated, restricted to [start, end). Where the data lives (head
 blocks, chunks in the object store, several tenants) is the source's business.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable, Protocol
+from typing import Protocol
 
 import pyarrow as pa
 
@@ -49,10 +51,14 @@ class IngesterScan:
     chunk_bytes: int = 0
     chunks: int = 0  # chunks (head and sealed) overlapping the request
 
-    def __add__(self, other: "IngesterScan") -> "IngesterScan":
-        return IngesterScan(self.head_lines + other.head_lines, self.head_bytes + other.head_bytes,
-                            self.chunk_lines + other.chunk_lines, self.chunk_bytes + other.chunk_bytes,
-                            self.chunks + other.chunks)
+    def __add__(self, other: IngesterScan) -> IngesterScan:
+        return IngesterScan(
+            self.head_lines + other.head_lines,
+            self.head_bytes + other.head_bytes,
+            self.chunk_lines + other.chunk_lines,
+            self.chunk_bytes + other.chunk_bytes,
+            self.chunks + other.chunks,
+        )
 
 
 @dataclass

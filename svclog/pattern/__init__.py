@@ -8,20 +8,21 @@ makes every returned pattern a working `|>` filter for the lines it counted. The
 comparison (speed, pattern counts, `|>` misses) is in docs/architecture.md, "Pattern miner:
 ours or drain3".
 """
+
 from svclog.pattern.drain import Cluster, Drain, DrainSettings
 from svclog.pattern.ingester import PatternIngester, TenantPatterns
 from svclog.pattern.stream import PatternSettings, StreamMiner
 from svclog.pattern.tokens import WILDCARD, render, tokenize
 
 __all__ = [
-           "WILDCARD",
-           "Cluster",
-           "Drain",
-           "DrainSettings",
-           "PatternIngester",
-           "PatternSettings",
-           "StreamMiner",
-           "TenantPatterns",
-           "render",
-           "tokenize",
+    "WILDCARD",
+    "Cluster",
+    "Drain",
+    "DrainSettings",
+    "PatternIngester",
+    "PatternSettings",
+    "StreamMiner",
+    "TenantPatterns",
+    "render",
+    "tokenize",
 ]

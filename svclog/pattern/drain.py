@@ -11,6 +11,7 @@ of identical text, so its pattern is the line itself (stream.py skips such lines
 Templates only ever generalise (a literal becomes a variable, never back), so a
 cluster's current pattern matches every line it counted.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict

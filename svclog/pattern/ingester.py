@@ -1,4 +1,5 @@
 """The pattern ingester: tenant -> stream -> miner, and the patterns query across streams."""
+
 from __future__ import annotations
 
 import time
@@ -23,8 +24,7 @@ class TenantPatterns:
             counted += miner.push(stream.ts, stream.lines, now_ns, weight)
         return counted
 
-    def collect(self, matchers: list[Matcher], start_ns: int, end_ns: int,
-                step_ns: int) -> dict[str, dict[int, int]]:
+    def collect(self, matchers: list[Matcher], start_ns: int, end_ns: int, step_ns: int) -> dict[str, dict[int, int]]:
         into: dict[str, dict[int, int]] = {}
         for labels, miner in self.streams.items():
             if labels_match(labels, matchers):
@@ -53,8 +53,9 @@ class PatternIngester:
             instance = self.tenants[tenant] = TenantPatterns(self.settings)
         return instance.push(streams, self.clock(), weight)
 
-    def patterns(self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int,
-                 step_ns: int = 0) -> list[dict]:
+    def patterns(
+        self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int, step_ns: int = 0
+    ) -> list[dict]:
         """Patterns of the matching streams with `[seconds, count]` samples per step, most frequent first.
 
         A step below the sample interval is raised to it; buckets start at multiples of the step.
@@ -81,7 +82,10 @@ class PatternIngester:
 
     def stats(self) -> dict:
         streams = [m for t in self.tenants.values() for m in t.streams.values()]
-        return {"tenants": len(self.tenants), "streams": len(streams),
-                "clusters": sum(len(m.drain) for m in streams),
-                "evicted_clusters": sum(m.drain.evicted for m in streams),
-                "skipped_lines": sum(m.skipped_lines for m in streams)}
+        return {
+            "tenants": len(self.tenants),
+            "streams": len(streams),
+            "clusters": sum(len(m.drain) for m in streams),
+            "evicted_clusters": sum(m.drain.evicted for m in streams),
+            "skipped_lines": sum(m.skipped_lines for m in streams),
+        }

@@ -1,4 +1,5 @@
 """Per-pattern line counts bucketed by a fixed interval, and re-bucketing by a query step."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -1,4 +1,5 @@
 """One stream's pattern miner: a Drain tree whose clusters carry bucketed line counts."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -44,8 +45,11 @@ class StreamMiner:
         counted = 0
         for t, line in zip(ts, lines):
             tokens = None if len(line) > settings.max_line_length else tokenize(line)
-            if tokens is None or not tokens.words or (
-                    self.newest_ns is not None and t <= self.newest_ns - settings.retain_for_ns):
+            if (
+                tokens is None
+                or not tokens.words
+                or (self.newest_ns is not None and t <= self.newest_ns - settings.retain_for_ns)
+            ):
                 self.skipped_lines += 1
                 continue
             cluster = self.drain.train(tokens)

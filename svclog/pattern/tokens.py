@@ -20,6 +20,7 @@ matches each line it counted:
 
 A literal word that would read as a capture (`<name>`) is rendered as `<_>` too.
 """
+
 from __future__ import annotations
 
 import re

@@ -15,6 +15,7 @@ shows (cluster, namespace, instance, pod).
 
 Plain functions over plain data: the serve layer fetches the sample and label values.
 """
+
 from __future__ import annotations
 
 import re
@@ -87,10 +88,14 @@ def field_type(value: str) -> str:
     """The type a value reads as: strconv.ParseInt, ParseFloat, ParseBool, time.ParseDuration, humanize.ParseBytes."""
     if _GO_INT.fullmatch(value) and -_INT64 <= int(value) < _INT64:
         return INT
-    for kind, parse in ((FLOAT, go_parse_float), (BOOLEAN, _go_parse_bool), (DURATION, parse_go_duration),
-                        (BYTES, humanize_parse_bytes)):
+    for kind, parse_as in (
+        (FLOAT, go_parse_float),
+        (BOOLEAN, _go_parse_bool),
+        (DURATION, parse_go_duration),
+        (BYTES, humanize_parse_bytes),
+    ):
         try:
-            parse(value)
+            parse_as(value)
             return kind
         except ValueError:
             continue
@@ -104,8 +109,33 @@ def _go_parse_bool(value: str) -> bool:
 
 
 # Unit suffixes a byte value must end with to be re-rendered (lower case; note the bare "b").
-_BYTE_SUFFIXES = ("b", "kib", "kb", "mib", "mb", "gib", "gb", "tib", "tb", "pib", "pb", "eib", "eb",
-                  "ki", "k", "mi", "m", "gi", "g", "ti", "t", "pi", "p", "ei", "e")
+_BYTE_SUFFIXES = (
+    "b",
+    "kib",
+    "kb",
+    "mib",
+    "mb",
+    "gib",
+    "gb",
+    "tib",
+    "tb",
+    "pib",
+    "pb",
+    "eib",
+    "eb",
+    "ki",
+    "k",
+    "mi",
+    "m",
+    "gi",
+    "g",
+    "ti",
+    "t",
+    "pi",
+    "p",
+    "ei",
+    "e",
+)
 
 
 def query_ready_bytes(value: str) -> str:
@@ -187,8 +217,7 @@ def _scanned_leaves(raw: str, path: list[str], out: list[tuple[list[str], str]])
             out.append(([*path, key], value))
 
 
-def _json_labels(leaves: list[tuple[list[str], str]], stream: set[str],
-                 paths: dict[str, list[str]]) -> dict[str, str]:
+def _json_labels(leaves: list[tuple[list[str], str]], stream: set[str], paths: dict[str, list[str]]) -> dict[str, str]:
     found: dict[str, str] = {}
     for path, value in leaves:
         name = ""

@@ -1,4 +1,5 @@
 """Querier: runs LogQL and metadata requests for one or more tenants over a StoreSource."""
+
 from __future__ import annotations
 
 import time
@@ -10,9 +11,9 @@ from svclog.logql.engine.guard import QueryGuard, QueryLimits
 from svclog.logql.engine.json_codec import result_to_json
 from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import QueryResult
+from svclog.logql.parser import parse, parse_selector
 from svclog.logql.rewrite.subquery import ShardedSource, SubQuery
 from svclog.logql.source import SourceStats
-from svclog.logql.parser import parse, parse_selector
 from svclog.model import Labels, Matcher, ValidationError
 from svclog.querier.request import RangeRequest
 from svclog.querier.source import DeleteFilters, IndexLookups, IngesterReader, StoreSource
@@ -31,8 +32,14 @@ class QuerierSettings:
 
 
 class Querier:
-    def __init__(self, index: IndexLookups, chunks: ChunkStore, ingesters: IngesterReader | None,
-                 settings: QuerierSettings, deletes: DeleteFilters | None = None):
+    def __init__(
+        self,
+        index: IndexLookups,
+        chunks: ChunkStore,
+        ingesters: IngesterReader | None,
+        settings: QuerierSettings,
+        deletes: DeleteFilters | None = None,
+    ):
         self.index = index
         self.chunks = chunks
         self.ingesters = ingesters
@@ -40,12 +47,19 @@ class Querier:
         self.deletes = deletes
 
     def _source(self, tenants: list[str], guard: QueryGuard | None = None) -> StoreSource:
-        return StoreSource(tenants, self.index, self.chunks, self.ingesters,
-                           query_ingesters_within=self.settings.query_ingesters_within,
-                           deletes=self.deletes, guard=guard)
+        return StoreSource(
+            tenants,
+            self.index,
+            self.chunks,
+            self.ingesters,
+            query_ingesters_within=self.settings.query_ingesters_within,
+            deletes=self.deletes,
+            guard=guard,
+        )
 
-    def query(self, tenants: list[str], request: RangeRequest, queue_seconds: float = 0.0,
-              limits: QueryLimits | None = None) -> dict:
+    def query(
+        self, tenants: list[str], request: RangeRequest, queue_seconds: float = 0.0, limits: QueryLimits | None = None
+    ) -> dict:
         """query or query_range in one piece: the `data` object of the response, stats included."""
         expr, params = prepare_query(request, self.settings.max_entries_limit_per_query)
         began = time.perf_counter()
@@ -61,8 +75,9 @@ class Querier:
         source = self._source(tenants, guard)
         shard_source = ShardedSource(source, sub.shard) if sub.shard else source
         with listing_snapshot():  # one index LIST per day for the whole sub-query, however it reads
-            result = evaluate(sub.expr, sub.params, shard_source, max_series=self.settings.max_query_series,
-                              guard=guard)
+            result = evaluate(
+                sub.expr, sub.params, shard_source, max_series=self.settings.max_query_series, guard=guard
+            )
         return PartialResult(result, source.stats)
 
     def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]:
@@ -77,8 +92,17 @@ class Querier:
     def index_stats(self, tenants: list[str], query: str, start: int, end: int) -> dict:
         return index_stats(self.index, self.ingesters, tenants, _matchers(query), start, end)
 
-    def volume(self, tenants: list[str], query: str, start: int, end: int, limit: int,
-               target_labels: tuple[str, ...], aggregate_by: str, step: int | None) -> dict:
+    def volume(
+        self,
+        tenants: list[str],
+        query: str,
+        start: int,
+        end: int,
+        limit: int,
+        target_labels: tuple[str, ...],
+        aggregate_by: str,
+        step: int | None,
+    ) -> dict:
         request = VolumeRequest(_matchers(query), start, end, limit, target_labels, aggregate_by, step)
         return volumes(self._source(tenants), request)
 
@@ -105,15 +129,23 @@ def prepare_query(request: RangeRequest, max_entries_limit: int) -> tuple[ast.Ex
     """Parse and check a request the way the reference does before running it."""
     expr = parse(request.query)
     if request.instant and ast.is_log_query(expr):
-        raise ValidationError("log queries are not supported as an instant query type, please change "
-                              "your query to a range query type")
+        raise ValidationError(
+            "log queries are not supported as an instant query type, please change your query to a range query type"
+        )
     if ast.is_log_query(expr) and request.limit > max_entries_limit > 0:
-        raise ValidationError(f"max entries limit per query exceeded, limit > max_entries_limit "
-                              f"({request.limit} > {max_entries_limit})")
-    params = QueryParams(start=request.start, end=request.end, step=request.step,
-                         interval=request.interval, limit=request.limit, direction=request.direction,
-                         instant=request.instant,
-                         categorize_labels=request.categorize_labels and ast.is_log_query(expr))
+        raise ValidationError(
+            f"max entries limit per query exceeded, limit > max_entries_limit ({request.limit} > {max_entries_limit})"
+        )
+    params = QueryParams(
+        start=request.start,
+        end=request.end,
+        step=request.step,
+        interval=request.interval,
+        limit=request.limit,
+        direction=request.direction,
+        instant=request.instant,
+        categorize_labels=request.categorize_labels and ast.is_log_query(expr),
+    )
     return expr, params
 
 

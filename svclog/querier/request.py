@@ -1,4 +1,5 @@
 """A validated query request as the querier receives it (times in ns)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

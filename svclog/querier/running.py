@@ -5,6 +5,7 @@ heartbeat and cancels the guards of those it answers are gone (the query was can
 out or re-queued elsewhere), so abandoned work stops at the engine's next check and frees its
 slot and memory instead of running to the end.
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,8 +54,9 @@ class RunningQueries:
             return 0
         return self.stop(heartbeat(running))
 
-    def watch(self, heartbeat: Callable[[list[int]], Iterable[int]], stopping: threading.Event,
-              period: float = HEARTBEAT_S) -> None:
+    def watch(
+        self, heartbeat: Callable[[list[int]], Iterable[int]], stopping: threading.Event, period: float = HEARTBEAT_S
+    ) -> None:
         """`beat` every `period` seconds until `stopping` is set (a daemon thread's loop)."""
         while not stopping.wait(period):
             try:

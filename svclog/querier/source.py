@@ -7,6 +7,7 @@ merged into one StreamBlock: flushed chunks in seal order, then the ingesters' e
 and de-duplicated (replicas hold copies).
 Several tenants (multi-tenant queries) add the virtual `__tenant_id__` label.
 """
+
 from __future__ import annotations
 
 import time
@@ -31,9 +32,16 @@ IngesterAnswer = tuple[list[tuple[Labels, pa.Table]], int] | tuple[list[tuple[La
 
 
 class IngesterReader(Protocol):
-    def select(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int,
-               shard: tuple[int, int] | None, line_filters: tuple = (),
-               deadline: float | None = None) -> IngesterAnswer:
+    def select(
+        self,
+        tenant: str,
+        matchers: tuple[Matcher, ...],
+        start: int,
+        end: int,
+        shard: tuple[int, int] | None,
+        line_filters: tuple = (),
+        deadline: float | None = None,
+    ) -> IngesterAnswer:
         """Unflushed entries of matching streams from every ingester, how many answered and,
         when the ingesters tell, what they scanned for it (summed over them). `deadline` is the
         query's (wall-clock seconds): an ingester stops its select when it passes."""
@@ -45,8 +53,9 @@ class IngesterReader(Protocol):
 class IndexLookups(Protocol):
     """What a querier reads from the index: the IndexReader itself, or the index gateways in front of it."""
 
-    def chunk_refs(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
-                   shard: tuple[int, int] | None = None) -> dict[Labels, list[ChunkRef]]: ...
+    def chunk_refs(
+        self, tenant: str, matchers: Iterable[Matcher], start: int, end: int, shard: tuple[int, int] | None = None
+    ) -> dict[Labels, list[ChunkRef]]: ...
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> set[Labels]: ...
 
@@ -76,9 +85,17 @@ class StoreSource:
     # every block it yields already passed the request's leading line filters (pushdown)
     applies_line_filters = True
 
-    def __init__(self, tenants: list[str], index: IndexLookups, chunks: ChunkStore,
-                 ingesters: IngesterReader | None, *, query_ingesters_within: int = 0,
-                 deletes: DeleteFilters | None = None, guard: QueryGuard | None = None):
+    def __init__(
+        self,
+        tenants: list[str],
+        index: IndexLookups,
+        chunks: ChunkStore,
+        ingesters: IngesterReader | None,
+        *,
+        query_ingesters_within: int = 0,
+        deletes: DeleteFilters | None = None,
+        guard: QueryGuard | None = None,
+    ):
         self.tenants = tenants
         self.index = index
         self.chunks = chunks
@@ -108,11 +125,13 @@ class StoreSource:
             for labels, table in self._select_tenant(tenant, matchers, request):
                 if self.multi:
                     labels = with_tenant_label(labels, tenant)
-                yield StreamBlock(labels, table.column("ts").chunk(0), table.column("line").chunk(0),
-                                  _metadata_or_none(table))
+                yield StreamBlock(
+                    labels, table.column("ts").chunk(0), table.column("line").chunk(0), _metadata_or_none(table)
+                )
 
-    def _select_tenant(self, tenant: str, matchers: tuple[Matcher, ...],
-                       request: SelectRequest) -> Iterator[tuple[Labels, pa.Table]]:
+    def _select_tenant(
+        self, tenant: str, matchers: tuple[Matcher, ...], request: SelectRequest
+    ) -> Iterator[tuple[Labels, pa.Table]]:
         held = [0]
         try:
             yield from self._select_held(tenant, matchers, request, held)
@@ -124,8 +143,9 @@ class StoreSource:
         held[0] += size
         self.guard.charge(size)
 
-    def _select_held(self, tenant: str, matchers: tuple[Matcher, ...], request: SelectRequest,
-                     held: list[int]) -> Iterator[tuple[Labels, pa.Table]]:
+    def _select_held(
+        self, tenant: str, matchers: tuple[Matcher, ...], request: SelectRequest, held: list[int]
+    ) -> Iterator[tuple[Labels, pa.Table]]:
         guard = self.guard
         guard.check()
         parts: dict[Labels, list[pa.Table]] = {}  # the ingesters' entries
@@ -133,8 +153,15 @@ class StoreSource:
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
         if self._ingesters_wanted(request.end):
             try:
-                answer = self.ingesters.select(tenant, matchers, request.start, request.end, request.shard,
-                                               request.line_filters, deadline=guard.deadline)
+                answer = self.ingesters.select(
+                    tenant,
+                    matchers,
+                    request.start,
+                    request.end,
+                    request.shard,
+                    request.line_filters,
+                    deadline=guard.deadline,
+                )
             except Exception:
                 guard.check()  # a select cut short by the deadline: the query's own timeout error
                 raise
@@ -214,8 +241,9 @@ def _metadata_equalities(request: SelectRequest) -> tuple[tuple[str, str], ...]:
     return tuple(getattr(request, "metadata_equals", ()))
 
 
-def _stream_probe(request: SelectRequest, labels: Labels, metadata_equals: tuple[tuple[str, str], ...],
-                  line_probe: BlockProbe | None) -> BlockProbe | None:
+def _stream_probe(
+    request: SelectRequest, labels: Labels, metadata_equals: tuple[tuple[str, str], ...], line_probe: BlockProbe | None
+) -> BlockProbe | None:
     """The probe for one stream's chunks: an equality on a label the stream carries is decided by
     the stream (the index only holds structured metadata), so only the others join the probe."""
     if not metadata_equals:
@@ -228,8 +256,12 @@ def _stream_probe(request: SelectRequest, labels: Labels, metadata_equals: tuple
 def _count_blocks(stats: SourceStats, fetch: FetchStats) -> None:
     """Token-index counters, kept in `extra` (SourceStats is the engine's): see querier/stats.py."""
     scan = fetch.blocks
-    for name, value in (("index_blocks", scan.blocks), ("index_blocks_indexed", scan.indexed),
-                        ("index_blocks_skipped", scan.skipped), ("index_chunks_skipped", scan.chunks_skipped)):
+    for name, value in (
+        ("index_blocks", scan.blocks),
+        ("index_blocks_indexed", scan.indexed),
+        ("index_blocks_skipped", scan.skipped),
+        ("index_chunks_skipped", scan.chunks_skipped),
+    ):
         stats.extra[name] = stats.extra.get(name, 0) + value
 
 

@@ -1,4 +1,5 @@
 """The `stats` object of query responses, filled from the source's real counters."""
+
 from __future__ import annotations
 
 from svclog.logql.source import SourceStats
@@ -12,15 +13,24 @@ def build_stats(s: SourceStats, exec_seconds: float, queue_seconds: float = 0.0)
     return {
         "ingester": {
             # sealed chunks wait in memory as Arrow tables: read without decompressing
-            "compressedBytes": 0, "decompressedBytes": sealed_bytes, "decompressedLines": sealed_lines,
-            "headChunkBytes": s.ingester_head_bytes, "headChunkLines": s.ingester_head_lines,
-            "totalBatches": s.ingester_batches, "totalChunksMatched": s.ingester_chunks,
-            "totalDuplicates": 0, "totalLinesSent": s.ingester_lines_sent, "totalReached": s.ingester_reached,
+            "compressedBytes": 0,
+            "decompressedBytes": sealed_bytes,
+            "decompressedLines": sealed_lines,
+            "headChunkBytes": s.ingester_head_bytes,
+            "headChunkLines": s.ingester_head_lines,
+            "totalBatches": s.ingester_batches,
+            "totalChunksMatched": s.ingester_chunks,
+            "totalDuplicates": 0,
+            "totalLinesSent": s.ingester_lines_sent,
+            "totalReached": s.ingester_reached,
         },
         "store": {
-            "compressedBytes": s.store_compressed_bytes, "decompressedBytes": s.store_bytes,
-            "decompressedLines": s.store_lines, "chunksDownloadTime": s.store_download_seconds,
-            "totalChunksRef": s.store_chunks_ref, "totalChunksDownloaded": s.store_chunks_downloaded,
+            "compressedBytes": s.store_compressed_bytes,
+            "decompressedBytes": s.store_bytes,
+            "decompressedLines": s.store_lines,
+            "chunksDownloadTime": s.store_download_seconds,
+            "totalChunksRef": s.store_chunks_ref,
+            "totalChunksDownloaded": s.store_chunks_downloaded,
             "totalDuplicates": s.duplicates,
             # the token index (chunk/token_index.py): blocks in range, asked, and ruled out undecoded
             "totalBlocks": s.extra.get("index_blocks", 0),
@@ -29,9 +39,12 @@ def build_stats(s: SourceStats, exec_seconds: float, queue_seconds: float = 0.0)
             "chunksSkippedByTokenIndex": s.extra.get("index_chunks_skipped", 0),
         },
         "summary": {
-            "bytesProcessedPerSecond": per_second(total_bytes), "execTime": exec_seconds,
-            "linesProcessedPerSecond": per_second(total_lines), "queueTime": queue_seconds,
-            "totalBytesProcessed": total_bytes, "totalLinesProcessed": total_lines,
+            "bytesProcessedPerSecond": per_second(total_bytes),
+            "execTime": exec_seconds,
+            "linesProcessedPerSecond": per_second(total_lines),
+            "queueTime": queue_seconds,
+            "totalBytesProcessed": total_bytes,
+            "totalLinesProcessed": total_lines,
         },
     }
 

@@ -5,6 +5,7 @@ queries use, so ingesters and the store both count), grouped the way the referen
 groups them: by the selector's label names, or `targetLabels`, or (aggregateBy=labels)
 one series per label name with an empty value. Largest first, cut to `limit`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -69,8 +70,10 @@ def volumes(source, req: VolumeRequest) -> dict:
             raise ValidationError("volume_range needs a positive step and end >= start")
         first = req.start - req.start % req.step
         if (req.end - first) // req.step + 1 > MAX_STEPS:  # checked before allocating the steps
-            raise ValidationError("exceeded maximum resolution of 11,000 points per timeseries. "
-                                  "Try increasing the value of the step parameter")
+            raise ValidationError(
+                "exceeded maximum resolution of 11,000 points per timeseries. "
+                "Try increasing the value of the step parameter"
+            )
         steps = np.arange(first, req.end + 1, req.step, dtype=np.int64)
     totals: dict[Labels, float] = {}
     series: dict[Labels, np.ndarray] = {}
@@ -90,8 +93,11 @@ def volumes(source, req: VolumeRequest) -> dict:
         return {"resultType": "vector", "result": result}
     result = []
     for key in top:
-        values = [[int(t // NS) if t % NS == 0 else t / NS, format_value(v)]
-                  for t, v in zip(steps.tolist(), series[key].tolist()) if v > 0]
+        values = [
+            [int(t // NS) if t % NS == 0 else t / NS, format_value(v)]
+            for t, v in zip(steps.tolist(), series[key].tolist())
+            if v > 0
+        ]
         result.append({"metric": key.to_dict(), "values": values})
     return {"resultType": "matrix", "result": result}
 

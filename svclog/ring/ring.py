@@ -6,6 +6,7 @@ preferring members on distinct nodes (so one node never holds a whole replica se
 while other nodes exist). Plain data: the ring actor holds the authoritative copy,
 other components hold snapshots for lookups.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -47,11 +48,17 @@ class Ring:
 
     # ------------------------------------------------------------ membership
 
-    def register(self, member_id: str, address: str, node: str = "", tokens: tuple[int, ...] = (),
-                 num_tokens: int = 128, state: str = ACTIVE) -> Member:
+    def register(
+        self,
+        member_id: str,
+        address: str,
+        node: str = "",
+        tokens: tuple[int, ...] = (),
+        num_tokens: int = 128,
+        state: str = ACTIVE,
+    ) -> Member:
         now = time.time_ns()
-        member = Member(member_id, address, node, tokens or generate_tokens(member_id, num_tokens),
-                        state, now, now)
+        member = Member(member_id, address, node, tokens or generate_tokens(member_id, num_tokens), state, now, now)
         self.members[member_id] = member
         self._rebuild()
         return member
@@ -122,7 +129,7 @@ class Ring:
         return {"heartbeat_timeout_ns": self.heartbeat_timeout_ns, "members": list(self.members.values())}
 
     @classmethod
-    def from_snapshot(cls, data: dict) -> "Ring":
+    def from_snapshot(cls, data: dict) -> Ring:
         ring = cls(heartbeat_timeout_ns=data["heartbeat_timeout_ns"])
         ring.members = {m.id: m for m in data["members"]}
         ring._rebuild()

@@ -4,6 +4,7 @@ Reads answer YAML text; writes validate the group first (YAML, LogQL, names, tem
 per-tenant limits). `on_change(tenant)` lets the evaluator pick a change up at once
 instead of at its next poll.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -48,8 +49,12 @@ def _filter_by_labels(groups: list[RuleGroup], wanted: dict[str, str]) -> list[R
 
 
 class RulesAPI:
-    def __init__(self, store: RuleStore, limits: Callable[[str], RuleLimits] = lambda tenant: RuleLimits(),
-                 on_change: Callable[[str], None] = lambda tenant: None):
+    def __init__(
+        self,
+        store: RuleStore,
+        limits: Callable[[str], RuleLimits] = lambda tenant: RuleLimits(),
+        on_change: Callable[[str], None] = lambda tenant: None,
+    ):
         self.store = store
         self.limits = limits
         self.on_change = on_change
@@ -74,15 +79,19 @@ class RulesAPI:
         group = parse_group(body)
         limits = self.limits(tenant)
         if 0 < limits.max_rules_per_rule_group < len(group.rules):
-            raise ValidationError(f"per-user rules per rule group limit (limit: {limits.max_rules_per_rule_group} "
-                                  f"actual: {len(group.rules)}) exceeded")
+            raise ValidationError(
+                f"per-user rules per rule group limit (limit: {limits.max_rules_per_rule_group} "
+                f"actual: {len(group.rules)}) exceeded"
+            )
         if limits.max_rule_groups_per_tenant > 0:
             existing = self.store.list_groups(tenant)
             count = sum(len(groups) for groups in existing.values())
             replacing = any(g.name == group.name for g in existing.get(namespace, []))
             if not replacing and count + 1 > limits.max_rule_groups_per_tenant:
-                raise ValidationError(f"per-user rule groups limit (limit: {limits.max_rule_groups_per_tenant} "
-                                      f"actual: {count + 1}) exceeded")
+                raise ValidationError(
+                    f"per-user rule groups limit (limit: {limits.max_rule_groups_per_tenant} "
+                    f"actual: {count + 1}) exceeded"
+                )
         self.store.set_group(tenant, namespace, group)
         self.on_change(tenant)
         return group

@@ -3,6 +3,7 @@
 Shapes follow the Prometheus HTTP API (`data.groups[].rules[]` with `type`
 `alerting`/`recording`, `data.alerts[]`), so dashboards built for it read them.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,9 @@ class RuleFilters:
     names: frozenset[str] = frozenset()
 
 
-def parse_filters(type_: str | None, files: Iterable[str] = (), groups: Iterable[str] = (),
-                  names: Iterable[str] = ()) -> RuleFilters:
+def parse_filters(
+    type_: str | None, files: Iterable[str] = (), groups: Iterable[str] = (), names: Iterable[str] = ()
+) -> RuleFilters:
     kind = (type_ or "").lower()
     if kind not in ("", "alert", "record"):
         raise ValidationError(f'not supported value "{kind}"')
@@ -50,8 +52,13 @@ def _time(ns: int) -> str:
 
 
 def alert_json(alert: Alert) -> dict:
-    return {"labels": alert.labels.to_dict(), "annotations": dict(alert.annotations), "state": alert.state,
-            "activeAt": _time(alert.active_at), "value": format_value(alert.value)}
+    return {
+        "labels": alert.labels.to_dict(),
+        "annotations": dict(alert.annotations),
+        "state": alert.state,
+        "activeAt": _time(alert.active_at),
+        "value": format_value(alert.value),
+    }
 
 
 def _active(rule: AlertingRule) -> list[Alert]:
@@ -60,15 +67,31 @@ def _active(rule: AlertingRule) -> list[Alert]:
 
 
 def _rule_json(rule: AlertingRule | RecordingRule) -> dict:
-    common = {"health": rule.health, "lastError": rule.last_error,
-              "lastEvaluation": _time(rule.last_eval_ns), "evaluationTime": rule.eval_seconds}
+    common = {
+        "health": rule.health,
+        "lastError": rule.last_error,
+        "lastEvaluation": _time(rule.last_eval_ns),
+        "evaluationTime": rule.eval_seconds,
+    }
     if isinstance(rule, AlertingRule):
-        return {"state": rule.state, "name": rule.rule.alert, "query": rule.rule.expr,
-                "duration": rule.rule.for_ns / 1e9, "labels": dict(rule.rule.labels),
-                "annotations": dict(rule.rule.annotations),
-                "alerts": [alert_json(a) for a in _active(rule)], **common, "type": "alerting"}
-    return {"name": rule.rule.record, "query": rule.rule.expr, "labels": dict(rule.rule.labels),
-            **common, "type": "recording"}
+        return {
+            "state": rule.state,
+            "name": rule.rule.alert,
+            "query": rule.rule.expr,
+            "duration": rule.rule.for_ns / 1e9,
+            "labels": dict(rule.rule.labels),
+            "annotations": dict(rule.rule.annotations),
+            "alerts": [alert_json(a) for a in _active(rule)],
+            **common,
+            "type": "alerting",
+        }
+    return {
+        "name": rule.rule.record,
+        "query": rule.rule.expr,
+        "labels": dict(rule.rule.labels),
+        **common,
+        "type": "recording",
+    }
 
 
 def _wanted(rule: AlertingRule | RecordingRule, filters: RuleFilters) -> bool:
@@ -91,9 +114,17 @@ def rules_data(groups: Iterable[GroupState], filters: RuleFilters = RuleFilters(
         rules = [_rule_json(r) for r in group.rules if _wanted(r, filters)]
         if rule_filtered and not rules:
             continue
-        out.append({"name": group.group.name, "file": group.namespace, "rules": rules,
-                    "interval": group.interval_ns / 1e9, "limit": group.group.limit,
-                    "lastEvaluation": _time(group.last_eval_ns), "evaluationTime": group.eval_seconds})
+        out.append(
+            {
+                "name": group.group.name,
+                "file": group.namespace,
+                "rules": rules,
+                "interval": group.interval_ns / 1e9,
+                "limit": group.group.limit,
+                "lastEvaluation": _time(group.last_eval_ns),
+                "evaluationTime": group.eval_seconds,
+            }
+        )
     return {"groups": out}
 
 

@@ -3,6 +3,7 @@
 Network errors, 5xx and 429 are retried with exponential backoff; other 4xx answers are
 final (the receiver refused the content, sending it again will not help).
 """
+
 from __future__ import annotations
 
 import time
@@ -37,8 +38,14 @@ def _opener(proxy_url: str = "") -> urllib.request.OpenerDirector:
     return urllib.request.build_opener(urllib.request.ProxyHandler(proxies))
 
 
-def post(url: str, body: bytes, headers: dict[str, str], policy: RetryPolicy = DEFAULT_POLICY,
-         proxy_url: str = "", sleep: Callable[[float], None] = time.sleep) -> int:
+def post(
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    policy: RetryPolicy = DEFAULT_POLICY,
+    proxy_url: str = "",
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
     """POST `body`; returns the 2xx status or raises DeliveryError."""
     opener = _opener(proxy_url)
     last = ""
@@ -56,5 +63,5 @@ def post(url: str, body: bytes, headers: dict[str, str], policy: RetryPolicy = D
         except (urllib.error.URLError, OSError) as err:
             last = str(getattr(err, "reason", err))
         if attempt + 1 < policy.attempts:
-            sleep(min(policy.backoff_s * (2 ** attempt), policy.max_backoff_s))
+            sleep(min(policy.backoff_s * (2**attempt), policy.max_backoff_s))
     raise DeliveryError(f"POST {url} failed after {policy.attempts} attempts: {last}")

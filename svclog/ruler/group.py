@@ -4,6 +4,7 @@ Evaluation times are aligned to the group's interval plus a stable per-group off
 (from a hash of tenant, namespace and name), so many groups with the same interval
 spread over it instead of all querying at once, and every ruler agrees on the slots.
 """
+
 from __future__ import annotations
 
 import time
@@ -64,8 +65,9 @@ class GroupState:
         if previous.interval_ns == self.interval_ns:
             self.next_eval_ns = previous.next_eval_ns
 
-    def evaluate(self, now: int, querier: InstantQuerier, settings: EvalSettings,
-                 lock: AbstractContextManager | None = None) -> EvalOutcome:
+    def evaluate(
+        self, now: int, querier: InstantQuerier, settings: EvalSettings, lock: AbstractContextManager | None = None
+    ) -> EvalOutcome:
         """Evaluate every rule in order at `now`; errors are kept per rule and do not stop the group.
 
         Queries run without `lock`; applying their results to the rule states holds it.
@@ -87,8 +89,9 @@ class GroupState:
                         if isinstance(rule, AlertingRule):
                             rule.apply(vector, now, self.group.limit)
                         else:
-                            outcome.samples.extend((labels, value, query_at)
-                                                   for labels, value in rule.apply(vector, self.group.limit))
+                            outcome.samples.extend(
+                                (labels, value, query_at) for labels, value in rule.apply(vector, self.group.limit)
+                            )
                     except RuleEvalError as err:
                         error = str(err)
                 rule.record_result(now, time.perf_counter() - rule_began, error)
@@ -101,9 +104,12 @@ class GroupState:
         out = []
         for alert in rule.due_notifications(now, settings.resend_delay_ns, self.interval_ns):
             ends = alert.resolved_at or alert.valid_until
-            item = {"labels": alert.labels.to_dict(), "annotations": dict(alert.annotations),
-                    "startsAt": format_rfc3339(alert.fired_at or alert.active_at),
-                    "endsAt": format_rfc3339(ends)}
+            item = {
+                "labels": alert.labels.to_dict(),
+                "annotations": dict(alert.annotations),
+                "startsAt": format_rfc3339(alert.fired_at or alert.active_at),
+                "endsAt": format_rfc3339(ends),
+            }
             if settings.generator_url:
                 item["generatorURL"] = settings.generator_url
             out.append(item)

@@ -4,6 +4,7 @@
 the alerts, and a send succeeds when at least one accepted them (they deduplicate).
 External labels are added to each alert unless it already has that label.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,13 @@ def alertmanager_endpoints(urls: str) -> list[str]:
 
 
 class AlertmanagerNotifier:
-    def __init__(self, urls: str, policy: RetryPolicy = DEFAULT_POLICY,
-                 external_labels: tuple[tuple[str, str], ...] = (), send_org_id: bool = True):
+    def __init__(
+        self,
+        urls: str,
+        policy: RetryPolicy = DEFAULT_POLICY,
+        external_labels: tuple[tuple[str, str], ...] = (),
+        send_org_id: bool = True,
+    ):
         self.endpoints = alertmanager_endpoints(urls)
         self.policy = policy
         self.external_labels = external_labels

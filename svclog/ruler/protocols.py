@@ -2,6 +2,7 @@
 
 The actor layer supplies Ray-backed implementations; tests supply plain objects.
 """
+
 from __future__ import annotations
 
 import math

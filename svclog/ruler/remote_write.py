@@ -4,6 +4,7 @@ A batch that could not be delivered after the retries is kept (up to `backlog_li
 samples, oldest dropped first) and sent ahead of the next batch, so a short outage of
 the receiver loses nothing.
 """
+
 from __future__ import annotations
 
 import threading
@@ -51,8 +52,15 @@ def decode_write_request(body: bytes) -> list[Sample]:
 
 
 class RemoteWriter:
-    def __init__(self, url: str, policy: RetryPolicy = DEFAULT_POLICY, headers: dict[str, str] | None = None,
-                 add_org_id_header: bool = True, proxy_url: str = "", backlog_limit: int = 100_000):
+    def __init__(
+        self,
+        url: str,
+        policy: RetryPolicy = DEFAULT_POLICY,
+        headers: dict[str, str] | None = None,
+        add_org_id_header: bool = True,
+        proxy_url: str = "",
+        backlog_limit: int = 100_000,
+    ):
         self.url = url
         self.policy = policy
         self.headers = {**HEADERS, **(headers or {})}
@@ -77,7 +85,7 @@ class RemoteWriter:
                 raise
             with self._lock:
                 kept = batch + self._backlog.get(tenant, [])
-                self._backlog[tenant] = kept[-self.backlog_limit:]
+                self._backlog[tenant] = kept[-self.backlog_limit :]
             raise
 
     def backlog(self, tenant: str) -> int:

@@ -5,6 +5,7 @@ A group is `{name, interval?, limit?, rules: [...]}`; a rule is either a recordi
 `annotations`). `expr` must be a LogQL metric query. Unknown keys are ignored, as the
 reference's lenient decoder does; duplicate keys in one mapping are an error.
 """
+
 from __future__ import annotations
 
 import re
@@ -51,6 +52,7 @@ class RuleGroup:
 
 # ---------------------------------------------------------------- YAML decoding
 
+
 class _StrictLoader(yaml.BaseLoader):
     """Every scalar stays a string (so `1.10` keeps its text); duplicate keys are refused."""
 
@@ -61,7 +63,8 @@ class _StrictLoader(yaml.BaseLoader):
                 key = self.construct_object(key_node, deep=deep)
                 if key in seen:
                     raise yaml.constructor.ConstructorError(
-                        None, None, f"mapping key {key!r} already defined", key_node.start_mark)
+                        None, None, f"mapping key {key!r} already defined", key_node.start_mark
+                    )
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
@@ -88,8 +91,9 @@ def _check_depth(text: str | bytes) -> None:
         if isinstance(event, yaml.CollectionStartEvent):
             depth += 1
             if depth > MAX_YAML_DEPTH:
-                raise ValidationError(f"{BAD_GROUP}: yaml: line {event.start_mark.line + 1}: "
-                                      f"exceeded max depth of {MAX_YAML_DEPTH}")
+                raise ValidationError(
+                    f"{BAD_GROUP}: yaml: line {event.start_mark.line + 1}: exceeded max depth of {MAX_YAML_DEPTH}"
+                )
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
 
@@ -179,7 +183,7 @@ def parse_rule_file(text: str | bytes) -> list[RuleGroup]:
     seen: set[str] = set()
     for group in groups:
         if group.name in seen:
-            errors.append(f"groupname: \"{group.name}\" is repeated in the same file")
+            errors.append(f'groupname: "{group.name}" is repeated in the same file')
         seen.add(group.name)
         errors.extend(validate_group(group))
     if errors:
@@ -188,6 +192,7 @@ def parse_rule_file(text: str | bytes) -> list[RuleGroup]:
 
 
 # ---------------------------------------------------------------- validation
+
 
 def validate_group(group: RuleGroup) -> list[str]:
     if not group.name:
@@ -216,8 +221,10 @@ def validate_rule(rule: Rule, group_name: str) -> str | None:
     except ParseError as err:
         return f"could not parse expression for {kind} '{rule.name}' in group '{group_name}': {err}"
     if ast.is_log_query(expr):
-        return f"invalid expression for {kind} '{rule.name}' in group '{group_name}': " \
-               "a rule needs a metric query, not a log query"
+        return (
+            f"invalid expression for {kind} '{rule.name}' in group '{group_name}': "
+            "a rule needs a metric query, not a log query"
+        )
     if rule.record:
         if rule.annotations:
             return "invalid field 'annotations' in recording rule"
@@ -275,8 +282,9 @@ class _IndentedDumper(yaml.SafeDumper):
 
 
 def dump_yaml(data: Any) -> str:
-    return yaml.dump(data, Dumper=_IndentedDumper, sort_keys=False, allow_unicode=True,
-                     default_flow_style=False, width=1 << 16)
+    return yaml.dump(
+        data, Dumper=_IndentedDumper, sort_keys=False, allow_unicode=True, default_flow_style=False, width=1 << 16
+    )
 
 
 def effective_interval(group: RuleGroup, default_ns: int) -> int:

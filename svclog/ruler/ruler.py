@@ -7,6 +7,7 @@ soon after a ruler joins or leaves), evaluates the groups whose slot has come, s
 alerts to the Alertmanager and recorded samples to remote-write. Queries run outside the lock; applying results and the compat views
 take it, so a slow query never blocks `/compat/api/v1/rules`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -56,9 +57,15 @@ class RulerStats:
 
 
 class Ruler:
-    def __init__(self, store: RuleStore, querier: InstantQuerier, settings: RulerSettings,
-                 alerts: AlertSender | None = None, samples: SampleWriter | None = None,
-                 ring: Callable[[], Ring | None] = lambda: None):
+    def __init__(
+        self,
+        store: RuleStore,
+        querier: InstantQuerier,
+        settings: RulerSettings,
+        alerts: AlertSender | None = None,
+        samples: SampleWriter | None = None,
+        ring: Callable[[], Ring | None] = lambda: None,
+    ):
         self.store = store
         self.querier = querier
         self.settings = settings
@@ -123,8 +130,11 @@ class Ruler:
 
     def tick(self, now: int) -> int:
         """Evaluate every group whose slot has come; returns how many were evaluated."""
-        if (self._last_sync_ns is None or now - self._last_sync_ns >= self.settings.poll_interval_ns
-                or self._ring_changed(now)):
+        if (
+            self._last_sync_ns is None
+            or now - self._last_sync_ns >= self.settings.poll_interval_ns
+            or self._ring_changed(now)
+        ):
             try:
                 self.sync(now)
             except Exception as err:  # noqa: BLE001 - store unreachable: keep evaluating what is loaded
@@ -169,8 +179,9 @@ class Ruler:
 
     def groups(self, tenant: str) -> list[GroupState]:
         with self._lock:
-            return sorted((g for g in self._groups.values() if g.tenant == tenant),
-                          key=lambda g: (g.namespace, g.group.name))
+            return sorted(
+                (g for g in self._groups.values() if g.tenant == tenant), key=lambda g: (g.namespace, g.group.name)
+            )
 
     def compat_rules(self, tenant: str, filters: compat.RuleFilters) -> dict:
         with self._lock:

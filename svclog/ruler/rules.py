@@ -7,6 +7,7 @@ disappear are dropped; resolved ones are kept for `RESOLVED_RETENTION_NS` so tha
 resolution reaches the Alertmanager. A recording rule turns its vector into samples of
 the series `record{labels}`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -4,6 +4,7 @@ When several rulers share the groups, `rulers()` names every ruler (as handles t
 layer can call), so the compat views ask each one for the groups it evaluates and merge;
 the rules API itself can be answered by any ruler, as they share one store.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -39,8 +40,14 @@ class RulerService:
     def delete_namespace(self, tenant: str, namespace: str) -> None:
         self.api.delete_namespace(tenant, namespace)
 
-    def compat_rules(self, tenant: str, type_: str | None = None, files: list[str] | None = None,
-                     groups: list[str] | None = None, names: list[str] | None = None) -> dict:
+    def compat_rules(
+        self,
+        tenant: str,
+        type_: str | None = None,
+        files: list[str] | None = None,
+        groups: list[str] | None = None,
+        names: list[str] | None = None,
+    ) -> dict:
         return self.ruler.compat_rules(tenant, parse_filters(type_, files or (), groups or (), names or ()))
 
     def compat_alerts(self, tenant: str) -> dict:

@@ -3,6 +3,7 @@
 Each group has exactly one owner among the healthy ruler members; when a member leaves
 or stops heartbeating, the ring without it gives its groups to the others.
 """
+
 from __future__ import annotations
 
 import hashlib

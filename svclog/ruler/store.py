@@ -7,6 +7,7 @@ A long name's base64 is split into several segments of at most `SEGMENT_CHARS`, 
 the last ending in `~` (not a base64 character), so no path component exceeds a file
 system's 255-byte name limit; short names keep their single-segment keys.
 """
+
 from __future__ import annotations
 
 import base64
@@ -27,7 +28,7 @@ MAX_NAME_BYTES = 1024  # keeps a whole key within S3's 1024-byte and a local pat
 def encode_segment(text: str) -> str:
     """The key part of a name: one segment, or several joined by `/` for a long name."""
     encoded = base64.urlsafe_b64encode(text.encode()).decode()
-    pieces = [encoded[i:i + SEGMENT_CHARS] for i in range(0, len(encoded), SEGMENT_CHARS)] or [""]
+    pieces = [encoded[i : i + SEGMENT_CHARS] for i in range(0, len(encoded), SEGMENT_CHARS)] or [""]
     return "/".join([p + CONTINUED for p in pieces[:-1]] + pieces[-1:])
 
 

@@ -7,6 +7,7 @@ trim markers (`{{-`, `-}}`) and comments. Control actions (`if`, `range`, `with`
 `define`, ...) are refused when a rule is uploaded, so nothing is silently mis-rendered.
 A missing label expands to the empty string, as with the reference's `missingkey=zero`.
 """
+
 from __future__ import annotations
 
 import ast
@@ -32,7 +33,8 @@ class TemplateData:
 
 
 _ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.DOTALL)
-_TOKEN = re.compile(r"""\s*(?:
+_TOKEN = re.compile(
+    r"""\s*(?:
     (?P<str>"(?:[^"\\\n]|\\.)*")
   | (?P<raw>`[^`]*`)
   | (?P<num>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)
@@ -41,12 +43,15 @@ _TOKEN = re.compile(r"""\s*(?:
   | (?P<ident>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<pipe>\|)
   | (?P<other>\S)
-)""", re.VERBOSE)
+)""",
+    re.VERBOSE,
+)
 _KEYWORDS = {"if", "else", "end", "range", "with", "define", "template", "block", "break", "continue"}
 _VARIABLES = {"$", "$labels", "$externalLabels", "$externalURL", "$value"}
 
 
 # ---------------------------------------------------------------- functions
+
 
 def _to_float(v: object) -> float:
     if isinstance(v, bool):
@@ -140,6 +145,7 @@ FUNCTIONS: dict[str, Callable[..., object]] = {
 
 # ---------------------------------------------------------------- parsing
 
+
 @dataclass(frozen=True)
 class _Operand:
     kind: str  # str | num | var | field
@@ -222,7 +228,7 @@ def _compile(text: str) -> tuple[_Piece, ...]:
     pos = 0
     trim_next = False
     for match in _ACTION.finditer(text):
-        literal = text[pos:match.start()]
+        literal = text[pos : match.start()]
         if trim_next:
             literal = literal.lstrip()
         if match.group(1):
@@ -247,9 +253,14 @@ def check_template(text: str) -> None:
 
 # ---------------------------------------------------------------- execution
 
+
 def _root(data: TemplateData) -> dict[str, object]:
-    return {"Labels": dict(data.labels), "ExternalLabels": dict(data.external_labels),
-            "ExternalURL": data.external_url, "Value": data.value}
+    return {
+        "Labels": dict(data.labels),
+        "ExternalLabels": dict(data.external_labels),
+        "ExternalURL": data.external_url,
+        "Value": data.value,
+    }
 
 
 def _resolve(operand: _Operand, data: TemplateData) -> object:
@@ -261,8 +272,13 @@ def _resolve(operand: _Operand, data: TemplateData) -> object:
     root = _root(data)
     if operand.kind == "var":
         name, *path = operand.text.split(".")
-        value: object = {"$": root, "$labels": root["Labels"], "$externalLabels": root["ExternalLabels"],
-                         "$externalURL": data.external_url, "$value": data.value}[name]
+        value: object = {
+            "$": root,
+            "$labels": root["Labels"],
+            "$externalLabels": root["ExternalLabels"],
+            "$externalURL": data.external_url,
+            "$value": data.value,
+        }[name]
     else:
         value, path = root, [p for p in operand.text.split(".") if p]
     for part in path:

@@ -2,6 +2,7 @@
 
 Pure Python; svclog/actors/scheduler_actor.py hosts a `Scheduler` as a Ray actor.
 """
+
 from svclog.scheduler.actor_path import (
     ACTOR_PATH_HEADER,
     ACTOR_PATH_HEADER_ALIAS,
@@ -22,7 +23,20 @@ from svclog.scheduler.service import (
 )
 
 __all__ = [
-    "ACTOR_PATH_HEADER", "ACTOR_PATH_HEADER_ALIAS", "ActorPath", "Assignment", "Dequeued", "Dispatch", "FairQueue",
-    "QuerierLostError", "QueueDepthError", "Released", "Scheduler", "SchedulerSettings", "SchedulerStats",
-    "TooManyOutstandingRequests", "actor_path_from_headers", "parse_actor_path",
+    "ACTOR_PATH_HEADER",
+    "ACTOR_PATH_HEADER_ALIAS",
+    "ActorPath",
+    "Assignment",
+    "Dequeued",
+    "Dispatch",
+    "FairQueue",
+    "QuerierLostError",
+    "QueueDepthError",
+    "Released",
+    "Scheduler",
+    "SchedulerSettings",
+    "SchedulerStats",
+    "TooManyOutstandingRequests",
+    "actor_path_from_headers",
+    "parse_actor_path",
 ]

@@ -4,6 +4,7 @@
 split on `|` verbatim (segments are not trimmed and may be empty); an absent or empty header
 means the tenant's local queue.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -7,6 +7,7 @@ that tenant's dequeues however many requests each has queued. A dequeue names it
 group (the querier's node): each group takes its own turns (see queue_tree), so the 1/N holds
 for each node's queriers, not only for all of them together. Deterministic, no threads.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -36,8 +37,7 @@ class Dequeued(NamedTuple, Generic[T]):
 
 
 class FairQueue(Generic[T]):
-    def __init__(self, max_outstanding_per_tenant: int = DEFAULT_MAX_OUTSTANDING,
-                 max_levels: int = DEFAULT_MAX_LEVELS):
+    def __init__(self, max_outstanding_per_tenant: int = DEFAULT_MAX_OUTSTANDING, max_levels: int = DEFAULT_MAX_LEVELS):
         self.max_outstanding_per_tenant = max_outstanding_per_tenant
         self.max_levels = max_levels
         self._root: QueueNode[T] = QueueNode("")

@@ -9,6 +9,7 @@ each participant's turn come once per round: a node's queriers take equal shares
 paths whatever the other nodes take. A single group is plain round-robin. Every operation
 touches one node per level (and each group's order there), never the queued items.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict

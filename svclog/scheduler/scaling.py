@@ -7,6 +7,7 @@ over `look_back_s`), within [min, max], and moves only after the wish has held f
 `upscale_delay_s` (up) or `downscale_delay_s` (down), so a burst or a lull does not flap the count.
 Pure: the host (svclog/actors/querier_scaler.py) feeds it samples and creates or drains queriers.
 """
+
 from __future__ import annotations
 
 import math

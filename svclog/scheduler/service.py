@@ -15,6 +15,7 @@ A ticket may carry a deadline (wall clock): once past it, it is dropped from the
 than handed out. Queriers send `heartbeat`s with the tickets they run and are told which of
 them are gone (cancelled, expired, re-queued elsewhere), so they stop that work.
 """
+
 from __future__ import annotations
 
 import time
@@ -109,11 +110,14 @@ class _Querier:
 
 
 class Scheduler(Generic[T]):
-    def __init__(self, settings: SchedulerSettings = SchedulerSettings(),
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        settings: SchedulerSettings = SchedulerSettings(),
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ):
         self.settings = settings
-        self.queue: FairQueue[T] = FairQueue(settings.max_outstanding_per_tenant,
-                                             settings.max_queue_hierarchy_levels)
+        self.queue: FairQueue[T] = FairQueue(settings.max_outstanding_per_tenant, settings.max_queue_hierarchy_levels)
         self._clock = clock
         self._wall = wall
         self._tickets: dict[int, _Ticket[T]] = {}
@@ -130,8 +134,9 @@ class Scheduler(Generic[T]):
     def enqueue(self, tenant: str, path: ActorPath, item: T, deadline: float | None = None) -> int:
         return self.enqueue_many(tenant, path, (item,), deadline)[0]
 
-    def enqueue_many(self, tenant: str, path: ActorPath, items: Iterable[T],
-                     deadline: float | None = None) -> list[int]:
+    def enqueue_many(
+        self, tenant: str, path: ActorPath, items: Iterable[T], deadline: float | None = None
+    ) -> list[int]:
         """All of a query's sub-queries at once, or none (TooManyOutstandingRequests, QueueDepthError).
         `deadline` (wall clock seconds): past it the sub-queries are dropped, not handed out."""
         batch = list(items)
@@ -180,10 +185,10 @@ class Scheduler(Generic[T]):
         self._dequeued += 1
         self._queue_seconds_total += waited
         self._dispatched[querier_id] = self._dispatched.get(querier_id, 0) + 1
-        self._recent.append(Dispatch(taken.ticket, entry.tenant, entry.path, querier_id, taken.contenders,
-                                     querier.group))
-        return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts,
-                          entry.deadline)
+        self._recent.append(
+            Dispatch(taken.ticket, entry.tenant, entry.path, querier_id, taken.contenders, querier.group)
+        )
+        return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts, entry.deadline)
 
     def take_expired(self) -> list[int]:
         """Tickets dropped from the queue past their deadline since the last call."""
@@ -209,8 +214,7 @@ class Scheduler(Generic[T]):
         work goes back to the queue (a querier restarted in place is noticed sooner, by incarnation)."""
         limit = self._clock() - self.settings.querier_silence_s
         released = [self._release(q) for q in self._queriers.values() if q.running and q.seen_at < limit]
-        return Released(tuple(t for r in released for t in r.requeued),
-                        tuple(t for r in released for t in r.abandoned))
+        return Released(tuple(t for r in released for t in r.requeued), tuple(t for r in released for t in r.abandoned))
 
     def complete(self, ticket: int) -> bool:
         """The ticket is done (answered or failed). False: it was cancelled or already completed."""

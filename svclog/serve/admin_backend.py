@@ -4,6 +4,7 @@ Each gateway replica keeps one `RayAdmin`: a `ServiceSet` fed by probing every c
 (actors by `ready`/`service_state`, Serve deployments by their status), and the last time
 each ring-less instance answered, which its status page shows as a heartbeat.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,11 +41,19 @@ from svclog.ring.status_page import RingView
 from svclog.services import ServiceSet, State, parse_state
 
 log = logging.getLogger("svclog")
-DEPLOYMENT_STATES = {"HEALTHY": State.RUNNING, "UPSCALING": State.RUNNING, "DOWNSCALING": State.RUNNING,
-                     "UPDATING": State.STARTING, "UNHEALTHY": State.FAILED, "DEPLOY_FAILED": State.FAILED}
+DEPLOYMENT_STATES = {
+    "HEALTHY": State.RUNNING,
+    "UPSCALING": State.RUNNING,
+    "DOWNSCALING": State.RUNNING,
+    "UPDATING": State.STARTING,
+    "UNHEALTHY": State.FAILED,
+    "DEPLOY_FAILED": State.FAILED,
+}
 NOT_A_RING = "this component runs without a ring: its instances are listed with the time each last answered"
-INDEX_GATEWAY_NOTE = ("no index gateway runs (no index-gateway ring): queriers read the index from the object "
-                      "store themselves; run a target with index-gateway (backend, index-gateway, all,index-gateway)")
+INDEX_GATEWAY_NOTE = (
+    "no index gateway runs (no index-gateway ring): queriers read the index from the object "
+    "store themselves; run a target with index-gateway (backend, index-gateway, all,index-gateway)"
+)
 
 
 class IngesterUnavailable(SvcError):
@@ -124,8 +133,10 @@ class RayAdmin:
         if self.cfg.pattern_ingester.enabled and self._local("pattern-ingester"):
             names.append(PATTERN_INGESTER_NAME)
         if self._local("index-gateway"):
-            names += [INDEX_GATEWAY_RING_NAME, *(index_gateway_name(i)
-                                                 for i in range(max(1, self.cfg.ray.num_index_gateways)))]
+            names += [
+                INDEX_GATEWAY_RING_NAME,
+                *(index_gateway_name(i) for i in range(max(1, self.cfg.ray.num_index_gateways))),
+            ]
         # started by some topologies only: listed when they exist
         names += [name for name in (SCHEDULER_NAME, RULER_RING_NAME) if self._optional(name) is not None]
         return names
@@ -187,10 +198,12 @@ class RayAdmin:
             raise SvcError("no ingesters in the ring")
         return names
 
-    async def _on_ingesters(self, names: list[str], method: str, *args: Any,
-                            timeout: float = CALL_TIMEOUT_S) -> dict[str, Any]:
+    async def _on_ingesters(
+        self, names: list[str], method: str, *args: Any, timeout: float = CALL_TIMEOUT_S
+    ) -> dict[str, Any]:
         """`method(*args)` on each ingester, all at once: name -> answer. When some do not answer,
         IngesterUnavailable names each (the others have done the work); their own errors propagate."""
+
         async def one(name: str) -> tuple[Any, str | None]:
             try:
                 return await self._call(name, method, *args, timeout=timeout), None
@@ -216,11 +229,13 @@ class RayAdmin:
     async def prepare_shutdown(self, action: str, ingester: str | None) -> dict[str, bool]:
         return await self._on_ingesters(await self._targets(ingester), "prepare_shutdown", action)
 
-    async def shutdown(self, ingester: str | None, flush: bool, delete_ring_tokens: bool,
-                       terminate: bool) -> dict[str, dict]:
+    async def shutdown(
+        self, ingester: str | None, flush: bool, delete_ring_tokens: bool, terminate: bool
+    ) -> dict[str, dict]:
         names = await self._targets(ingester)
-        reports = await self._on_ingesters(names, "shutdown", flush, delete_ring_tokens, False,
-                                           timeout=SHUTDOWN_TIMEOUT_S)
+        reports = await self._on_ingesters(
+            names, "shutdown", flush, delete_ring_tokens, False, timeout=SHUTDOWN_TIMEOUT_S
+        )
         if terminate:
             for name in names:
                 await self._terminate(name)
@@ -246,8 +261,10 @@ class RayAdmin:
         if names is None:
             raise NotFoundError(f"unknown ring {kind!r}")
         states = await asyncio.gather(*(self._probe(n) for n in names))
-        members = tuple(Member(n, n, "", (), ACTIVE if s is State.RUNNING else str(s).upper(),
-                               self._last_answer_ns.get(n, 0), 0) for n, (s, _) in zip(names, states, strict=True))
+        members = tuple(
+            Member(n, n, "", (), ACTIVE if s is State.RUNNING else str(s).upper(), self._last_answer_ns.get(n, 0), 0)
+            for n, (s, _) in zip(names, states, strict=True)
+        )
         return RingView(members, self._ring_timeout(kind), forgettable=False, note=NOT_A_RING)
 
     async def _index_gateway_ring(self) -> RingView:
@@ -260,8 +277,11 @@ class RayAdmin:
         return RingView((), self._ring_timeout("index-gateway"), forgettable=False, note=INDEX_GATEWAY_NOTE)
 
     def _ring_timeout(self, kind: str) -> int:
-        rings = {"ruler": self.cfg.ruler.ring, "compactor": self.cfg.compactor.compactor_ring,
-                 "index-gateway": self.cfg.index_gateway.ring}
+        rings = {
+            "ruler": self.cfg.ruler.ring,
+            "compactor": self.cfg.compactor.compactor_ring,
+            "index-gateway": self.cfg.index_gateway.ring,
+        }
         ring = rings.get(kind, self.cfg.common.ring)
         return int(getattr(ring, "heartbeat_timeout", self.cfg.common.ring.heartbeat_timeout))
 
@@ -283,5 +303,7 @@ def _ring_view(snapshot: dict) -> RingView:
 
 def _deployment_states() -> dict[str, tuple[State, str]]:
     """This application's Serve deployments (this gateway among them) and their states."""
-    return {name: (DEPLOYMENT_STATES.get(status, State.STARTING), message)
-            for name, (status, message) in serve_deployment_states().items()}
+    return {
+        name: (DEPLOYMENT_STATES.get(status, State.STARTING), message)
+        for name, (status, message) in serve_deployment_states().items()
+    }

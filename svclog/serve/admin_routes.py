@@ -4,6 +4,7 @@ The work is done by an `AdminBackend` (the Ray one is svclog/serve/admin_backend
 tests pass a plain object). Serve pickles the app to its replicas, so `get_backend` is
 a module-level function read per request (see svclog/serve/runtime.py).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,14 +39,18 @@ class AdminBackend(Protocol):
     async def set_log_level(self, level: str) -> dict[str, str]:
         """Apply on every replica and component host (best effort): component -> "ok" or the error."""
         ...
+
     async def flush(self) -> dict[str, int]:
         """Flush every ingester; an unavailable one raises an SvcError naming it (503)."""
         ...
+
     async def prepare_shutdown(self, action: str, ingester: str | None) -> dict[str, bool]:
         """action "get" | "set" | "unset" on one ingester (or all): ingester -> set afterwards."""
         ...
-    async def shutdown(self, ingester: str | None, flush: bool, delete_ring_tokens: bool,
-                       terminate: bool) -> dict[str, dict]: ...
+
+    async def shutdown(
+        self, ingester: str | None, flush: bool, delete_ring_tokens: bool, terminate: bool
+    ) -> dict[str, dict]: ...
     async def ring(self, kind: str, now_ns: int) -> RingView: ...
     async def forget(self, kind: str, member_id: str) -> bool: ...
     def now_ns(self) -> int: ...
@@ -63,8 +68,7 @@ def parse_bool(name: str, text: str | None, default: bool) -> bool:
 
 
 def _json(data: Any, status: int = 200) -> Response:
-    return Response(json.dumps(data, separators=(",", ":")).encode(), status_code=status,
-                    media_type="application/json")
+    return Response(json.dumps(data, separators=(",", ":")).encode(), status_code=status, media_type="application/json")
 
 
 def _failure(err: Exception) -> Response:
@@ -99,8 +103,9 @@ def add_admin_routes(app: FastAPI, get_backend: Callable[[], AdminBackend]) -> F
             components = await get_backend().set_log_level(level)
         except Exception as err:  # noqa: BLE001 - propagation is best effort; this process changed
             components = {"*": f"not propagated: {err}"}
-        return _json({"status": "success", "log_level": level, "message": f"log level set to {level}",
-                      "components": components})
+        return _json(
+            {"status": "success", "log_level": level, "message": f"log level set to {level}", "components": components}
+        )
 
     async def prepare_shutdown(request: Request) -> Response:
         action = {"GET": "get", "POST": "set", "DELETE": "unset"}[request.method]
@@ -120,7 +125,8 @@ def add_admin_routes(app: FastAPI, get_backend: Callable[[], AdminBackend]) -> F
                 params.get("ingester") or None,
                 flush=parse_bool("flush", params.get("flush"), True),
                 delete_ring_tokens=parse_bool("delete_ring_tokens", params.get("delete_ring_tokens"), False),
-                terminate=parse_bool("terminate", params.get("terminate"), True))
+                terminate=parse_bool("terminate", params.get("terminate"), True),
+            )
         except Exception as err:  # noqa: BLE001
             return _failure(err)
         return Response(status_code=204)
@@ -136,8 +142,9 @@ def add_admin_routes(app: FastAPI, get_backend: Callable[[], AdminBackend]) -> F
         """Deprecated: flush and leave the ring, but keep the process."""
         try:
             params = await read_params(request)
-            await get_backend().shutdown(params.get("ingester") or None, flush=True, delete_ring_tokens=False,
-                                         terminate=False)
+            await get_backend().shutdown(
+                params.get("ingester") or None, flush=True, delete_ring_tokens=False, terminate=False
+            )
         except Exception as err:  # noqa: BLE001
             return _failure(err)
         return Response(status_code=204)
@@ -160,10 +167,23 @@ def add_admin_routes(app: FastAPI, get_backend: Callable[[], AdminBackend]) -> F
                 return _failure(err)
             rows = member_rows(list(view.members), now, view.heartbeat_timeout_ns)
             if "application/json" in request.headers.get("accept", ""):
-                return _json({"members": rows_as_json(rows), "heartbeat_timeout_seconds":
-                              view.heartbeat_timeout_ns / 1e9, "forgettable": view.forgettable})
-            return HTMLResponse(render_ring_page(title, rows, heartbeat_timeout_ns=view.heartbeat_timeout_ns,
-                                                 now_ns=now, forget_enabled=view.forgettable, note=view.note))
+                return _json(
+                    {
+                        "members": rows_as_json(rows),
+                        "heartbeat_timeout_seconds": view.heartbeat_timeout_ns / 1e9,
+                        "forgettable": view.forgettable,
+                    }
+                )
+            return HTMLResponse(
+                render_ring_page(
+                    title,
+                    rows,
+                    heartbeat_timeout_ns=view.heartbeat_timeout_ns,
+                    now_ns=now,
+                    forget_enabled=view.forgettable,
+                    note=view.note,
+                )
+            )
 
         page.__name__ = f"ring_{kind.replace('-', '_')}"
         return page

@@ -1,5 +1,6 @@
 """The Ray Serve implementation of the handlers' Backend: the frontend and distributor hosted in
 this replica, and actor calls."""
+
 from __future__ import annotations
 
 import asyncio

@@ -6,6 +6,7 @@ Routes the cap function exempts (`None`: push, which caps and reports on its own
 through untouched. Plain ASGI rather than Starlette's http middleware, which re-streams
 every body through extra tasks (see OnlyExposedEndpoints in deployments.py).
 """
+
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -28,15 +29,23 @@ def _declared_length(scope: Scope) -> int | None:
 
 def _route_path(scope: Scope) -> str:
     path, root = scope["path"], scope.get("root_path", "")
-    return path[len(root):] if root and path.startswith(root) else path
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 async def _reject(send: Send, message: str) -> None:
     body = (message + "\n").encode()
-    await send({"type": "http.response.start", "status": 413, "headers": [
-        (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-        # the rest of the body is never read: the connection cannot carry another request
-        (b"connection", b"close")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                # the rest of the body is never read: the connection cannot carry another request
+                (b"connection", b"close"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 

@@ -6,6 +6,7 @@ back as the usual plain-text error responses. Serve pickles the app to its repli
 module-level functions: `get_compactor` (and `auth_enabled` may be one too, read per request,
 when it is known only at start-up).
 """
+
 from __future__ import annotations
 
 import json
@@ -26,16 +27,18 @@ DELETE_PATHS = ("/svc/api/v1/delete", "/loki/api/v1/delete")
 class DeleteRequests(Protocol):
     """What the routes need of the compactor; its errors are the compactor's own (SvcError -> 4xx)."""
 
-    async def create_delete_request(self, tenant: str, query: str | None, start: str | None, end: str | None,
-                                    max_interval: str | None) -> None: ...
+    async def create_delete_request(
+        self, tenant: str, query: str | None, start: str | None, end: str | None, max_interval: str | None
+    ) -> None: ...
 
     async def list_delete_requests(self, tenant: str) -> list[dict]: ...
 
     async def cancel_delete_request(self, tenant: str, request_id: str | None, force: bool) -> None: ...
 
 
-def add_delete_routes(app: FastAPI, get_compactor: Callable[[], DeleteRequests],
-                      auth_enabled: bool | Callable[[], bool]) -> FastAPI:
+def add_delete_routes(
+    app: FastAPI, get_compactor: Callable[[], DeleteRequests], auth_enabled: bool | Callable[[], bool]
+) -> FastAPI:
     def tenant_of(request: Request) -> str:
         enabled = auth_enabled() if callable(auth_enabled) else auth_enabled
         return single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=enabled)
@@ -50,9 +53,11 @@ def add_delete_routes(app: FastAPI, get_compactor: Callable[[], DeleteRequests],
 
     async def create(request: Request) -> Response:
         async def work(tenant: str, params: Any) -> Response:
-            await get_compactor().create_delete_request(tenant, params.get("query"), params.get("start"),
-                                                        params.get("end"), params.get("max_interval"))
+            await get_compactor().create_delete_request(
+                tenant, params.get("query"), params.get("start"), params.get("end"), params.get("max_interval")
+            )
             return Response(status_code=204)
+
         return await guarded(request, work)
 
     async def list_requests(request: Request) -> Response:
@@ -60,6 +65,7 @@ def add_delete_routes(app: FastAPI, get_compactor: Callable[[], DeleteRequests],
             found = await get_compactor().list_delete_requests(tenant)
             body = json.dumps(found, separators=(",", ":")).encode()
             return Response(body, status_code=200, media_type="application/json")
+
         return await guarded(request, work)
 
     async def cancel(request: Request) -> Response:
@@ -67,6 +73,7 @@ def add_delete_routes(app: FastAPI, get_compactor: Callable[[], DeleteRequests],
             force = (params.get("force") or "").lower() == "true"
             await get_compactor().cancel_delete_request(tenant, params.get("request_id"), force)
             return Response(status_code=204)
+
         return await guarded(request, work)
 
     for path in DELETE_PATHS:

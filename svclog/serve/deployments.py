@@ -1,44 +1,45 @@
 """The Ray Serve deployment: the HTTP gateway (ingress), hosting the distributor and the query frontend."""
+
 from __future__ import annotations
 
 import asyncio
-import time
-import threading
 import logging
+import threading
+import time
 
 from fastapi import FastAPI
-from starlette.responses import PlainTextResponse
 from ray import serve
+from starlette.responses import PlainTextResponse
 
-from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
+from svclog import targets
 from svclog.actors.calls import ActorUnavailable
+from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
 from svclog.actors.options import PATTERN_INGESTER_NAME, querier_name
 from svclog.actors.registry import named_actor
+from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.actors.service_clients import AnswerLost, PatternFeed, Queriers, SchedulerClient
 from svclog.config import Config, config_to_yaml, limits_for, replication_factor
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.results_cache import results_cache_options
-from svclog.actors.scheduler_actor import SCHEDULER_NAME
-from svclog import targets
-from svclog.model import SvcError
-from svclog.serve.backend import ServeBackend
-from svclog.services import readiness
-from svclog.serve.codecs.push_columns import decode_push_columns
 from svclog.logql.engine.guard import QueryLimits, QueryTimedOut, smallest_positive, timeout_error
-from svclog.serve.errors import ErrorReply, Unavailable, remote_cause
-from svclog.serve.handlers import Handlers
+from svclog.model import SvcError
+from svclog.serve import runtime
 from svclog.serve.admin_routes import add_admin_routes
+from svclog.serve.backend import ServeBackend
 from svclog.serve.body_limit import BodyLimit
+from svclog.serve.codecs.push_columns import decode_push_columns
 from svclog.serve.delete_routes import add_delete_routes
 from svclog.serve.drilldown import otlp_index_labels
-from svclog.serve import runtime
+from svclog.serve.errors import ErrorReply, Unavailable, remote_cause
+from svclog.serve.handlers import Handlers
 from svclog.serve.otlp_routes import add_otlp_routes
 from svclog.serve.pattern_routes import add_pattern_routes
 from svclog.serve.routes import add_routes, set_handlers
 from svclog.serve.ruler_routes import add_ruler_routes
 from svclog.serve.tail_routes import add_tail_routes
+from svclog.services import readiness
 
 log = logging.getLogger("svclog")
 app = add_routes(FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None))
@@ -61,10 +62,11 @@ class OnlyExposedEndpoints:
         if scope["type"] == "http":
             path, root = scope["path"], scope.get("root_path", "")
             if root and path.startswith(root):
-                path = path[len(root):]
+                path = path[len(root) :]
             if not runtime.exposes(path):
-                response = PlainTextResponse(f"404 page not found: {path} is not served by target "
-                                             f"'{runtime.config().target}'\n", status_code=404)
+                response = PlainTextResponse(
+                    f"404 page not found: {path} is not served by target '{runtime.config().target}'\n", status_code=404
+                )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -78,8 +80,7 @@ add_admin_routes(app, runtime.admin)
 add_delete_routes(app, runtime.compactor, runtime.auth_enabled)
 add_pattern_routes(app, runtime.pattern_actor, runtime.auth_enabled)
 add_ruler_routes(app, runtime.ruler, runtime.auth_enabled)
-add_otlp_routes(app, runtime.push_streams, runtime.auth_enabled, runtime.max_body_bytes,
-                runtime.max_decompressed_bytes)
+add_otlp_routes(app, runtime.push_streams, runtime.auth_enabled, runtime.max_body_bytes, runtime.max_decompressed_bytes)
 add_tail_routes(app, runtime.ingester_pool, runtime.query_logs, runtime.auth_enabled, runtime.config)
 
 
@@ -93,10 +94,14 @@ class HostedDistributor:
         self.cfg = cfg
         ring = RingClient()
         rf = replication_factor(cfg)
-        self.distributor = Distributor(ring=ring.get, pusher=IngesterPool(ring, rf),
-                                       limits_for=lambda tenant: limits_for(cfg, tenant),
-                                       replication_factor=rf, distributors=ServeReplicaCount(),
-                                       tee=self._pattern_tee() if cfg.pattern_ingester.enabled else None)
+        self.distributor = Distributor(
+            ring=ring.get,
+            pusher=IngesterPool(ring, rf),
+            limits_for=lambda tenant: limits_for(cfg, tenant),
+            replication_factor=rf,
+            distributors=ServeReplicaCount(),
+            tee=self._pattern_tee() if cfg.pattern_ingester.enabled else None,
+        )
 
     @staticmethod
     def _pattern_tee():
@@ -105,8 +110,9 @@ class HostedDistributor:
         return tee.offer
 
     def _push(self, tenant, body, content_type, content_encoding):
-        streams = decode_push_columns(body, content_type, content_encoding,
-                                      max_decompressed_bytes=self.cfg.server.max_decompressed_body_bytes)
+        streams = decode_push_columns(
+            body, content_type, content_encoding, max_decompressed_bytes=self.cfg.server.max_decompressed_body_bytes
+        )
         return self.distributor.push(tenant, streams)
 
     async def push(self, tenant, body, content_type, content_encoding):
@@ -134,13 +140,16 @@ class HostedFrontend:
         # looked up on first use: in the scalable modes the read group may start before the backend group
         self.scheduler = SchedulerClient(SCHEDULER_NAME)
         self.cfg = cfg
-        self.frontend = QueryFrontend(FrontendSettings(
-            split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
-            shards=num_queriers if cfg.query_range.parallelise_shardable_queries else 1,
-            max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
-            max_query_series=cfg.limits_config.max_query_series,
-            max_query_length=cfg.limits_config.max_query_length),
-            **results_cache_options(cfg))
+        self.frontend = QueryFrontend(
+            FrontendSettings(
+                split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
+                shards=num_queriers if cfg.query_range.parallelise_shardable_queries else 1,
+                max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
+                max_query_series=cfg.limits_config.max_query_series,
+                max_query_length=cfg.limits_config.max_query_length,
+            ),
+            **results_cache_options(cfg),
+        )
 
     # A scheduler restart loses its queue: the sub-queries it held are queued again on the
     # new one; a scheduler still unreachable after this long answers 503.
@@ -149,8 +158,10 @@ class HostedFrontend:
     def limits(self, tenants) -> QueryLimits:
         """The query's deadline (the strictest tenant's query_timeout, from now) and memory budget."""
         per_tenant = [limits_for(self.cfg, t) for t in tenants]
-        return QueryLimits.starting_now(smallest_positive(lim.query_timeout for lim in per_tenant),
-                                        smallest_positive(lim.max_query_memory_bytes for lim in per_tenant))
+        return QueryLimits.starting_now(
+            smallest_positive(lim.query_timeout for lim in per_tenant),
+            smallest_positive(lim.max_query_memory_bytes for lim in per_tenant),
+        )
 
     async def _run(self, tenants, actor_path, items, limits: QueryLimits) -> list:
         """Every sub-query's answer, waiting until the query's deadline and no longer. A sub-query
@@ -215,16 +226,20 @@ class HostedFrontend:
             began = time.perf_counter()
             cached = await asyncio.to_thread(self.frontend.lookup, tenants, plan)
             todo = [i for i in range(len(plan.subqueries)) if i not in cached.hits]
-            answers = await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo],
-                                    limits) if todo else []
+            answers = (
+                await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo], limits)
+                if todo
+                else []
+            )
             fresh = dict(zip(todo, answers))
             self.frontend.remember(cached, fresh)
             partials = [cached.hits[i] if i in cached.hits else fresh[i] for i in range(len(plan.subqueries))]
             queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
             counters = cached.counters if self.frontend.results_cache is not None else None
             # merging is CPU work: off the event loop, which also serves pushes
-            return await asyncio.to_thread(self.frontend.respond, plan, partials,
-                                           time.perf_counter() - began, queue, counters)
+            return await asyncio.to_thread(
+                self.frontend.respond, plan, partials, time.perf_counter() - began, queue, counters
+            )
         except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
             if isinstance(remote_cause(err), (TimeoutError, asyncio.TimeoutError, QueryTimedOut)):
                 return ErrorReply.of(timeout_error(limits.timeout_ns))
@@ -251,7 +266,7 @@ class HostedFrontend:
             return await self._call(method, tenants, *args)
         try:
             return await asyncio.wait_for(self._call(method, tenants, *args), max(0.0, limits.deadline - time.time()))
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             return ErrorReply.of(timeout_error(limits.timeout_ns))
 
 
@@ -267,16 +282,18 @@ class Gateway:
         runtime.configure(cfg, distributor)
         runtime.follow_log_level(cfg.server.log_level, runtime.hand_level_to_actors)
         runtime.set_query_frontend(frontend)
-        set_handlers(Handlers(
-            ServeBackend(distributor, frontend, pool),
-            auth_enabled=cfg.auth_enabled,
-            multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
-            max_body_bytes=cfg.server.max_request_body_bytes,
-            config_yaml=lambda mode: config_to_yaml(cfg, mode),
-            limits_for=lambda tenant: limits_for(cfg, tenant),  # volume_enabled / volume_max_series per tenant
-            pattern_ingester_enabled=cfg.pattern_ingester.enabled,
-            otlp_index_labels=otlp_index_labels(cfg),
-        ))
+        set_handlers(
+            Handlers(
+                ServeBackend(distributor, frontend, pool),
+                auth_enabled=cfg.auth_enabled,
+                multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
+                max_body_bytes=cfg.server.max_request_body_bytes,
+                config_yaml=lambda mode: config_to_yaml(cfg, mode),
+                limits_for=lambda tenant: limits_for(cfg, tenant),  # volume_enabled / volume_max_series per tenant
+                pattern_ingester_enabled=cfg.pattern_ingester.enabled,
+                otlp_index_labels=otlp_index_labels(cfg),
+            )
+        )
         if starting and not runtime.has_started():
             # deployed while the actors still start: 503 + Retry-After until every component
             # answers, then serve (a replica Serve restarts after that serves at once)
@@ -319,9 +336,14 @@ def autoscaling_config(cfg: Config, max_ongoing_requests: int) -> dict:
     default_max = CLUSTER_MAX_REPLICAS if cfg.ray.address else LOCAL_MAX_REPLICAS
     min_replicas = max(1, int(getattr(cfg.ray, "serve_min_replicas", None) or 1))
     max_replicas = max(min_replicas, int(getattr(cfg.ray, "serve_max_replicas", None) or default_max))
-    return {"min_replicas": min_replicas, "initial_replicas": min_replicas, "max_replicas": max_replicas,
-            "target_ongoing_requests": max(1, max_ongoing_requests // 4),
-            "upscale_delay_s": 10.0, "downscale_delay_s": 300.0}
+    return {
+        "min_replicas": min_replicas,
+        "initial_replicas": min_replicas,
+        "max_replicas": max_replicas,
+        "target_ongoing_requests": max(1, max_ongoing_requests // 4),
+        "upscale_delay_s": 10.0,
+        "downscale_delay_s": 300.0,
+    }
 
 
 def scaling(cfg: Config, max_ongoing_requests: int) -> dict:
@@ -345,10 +367,15 @@ def build_application(cfg: Config, num_queriers: int, starting: bool = False):
     """The bound Serve application: the gateway, hosting the distributor and the query frontend
     when the targets run them. `starting`: deployed before its components are up (it answers 503
     until they are)."""
-    gateway = serve.deployment(Gateway, name="gateway", ray_actor_options={"num_cpus": cfg.ray.serve_num_cpus},
-                               max_ongoing_requests=GATEWAY_MAX_ONGOING, **SHUTDOWN,
-                               # Serve's per-request access log line (as open_http turns off for the
-                               # proxy) cost ~7% of the replica's CPU on the push path
-                               logging_config={"log_level": "WARNING", "enable_access_log": False},
-                               **scaling(cfg, GATEWAY_MAX_ONGOING))
+    gateway = serve.deployment(
+        Gateway,
+        name="gateway",
+        ray_actor_options={"num_cpus": cfg.ray.serve_num_cpus},
+        max_ongoing_requests=GATEWAY_MAX_ONGOING,
+        **SHUTDOWN,
+        # Serve's per-request access log line (as open_http turns off for the
+        # proxy) cost ~7% of the replica's CPU on the push path
+        logging_config={"log_level": "WARNING", "enable_access_log": False},
+        **scaling(cfg, GATEWAY_MAX_ONGOING),
+    )
     return gateway.bind(cfg, num_queriers, starting)

@@ -7,6 +7,7 @@
 - drilldown-limits: the tenant's published limits (only the reference's default
   allowlist, each value in its JSON form), whether patterns are on, and the version.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,8 +41,9 @@ async def detected_labels(backend: Any, tenants: list[str], form: Mapping[str, s
     return detected.labels_body(detected.detect_labels(dict(zip(names, values))))
 
 
-async def detected_fields(backend: Any, tenants: list[str], form: Mapping[str, str], name: str | None,
-                          actor_path: tuple[str, ...] = ()) -> dict:
+async def detected_fields(
+    backend: Any, tenants: list[str], form: Mapping[str, str], name: str | None, actor_path: tuple[str, ...] = ()
+) -> dict:
     """Fields of the sample (name None) or the values of field `name`."""
     detected.check_log_selector(form.get("query") or "")
     limit_text = form.get("limit") or form.get("field_limit") or ""  # field_limit: older clients
@@ -59,11 +61,24 @@ async def detected_fields(backend: Any, tenants: list[str], form: Mapping[str, s
 # ---------------------------------------------------------------- drilldown-limits
 
 PUBLISHED_LIMITS = (
-    "discover_log_levels", "discover_service_name", "log_level_fields", "max_entries_limit_per_query",
-    "max_line_size_truncate", "max_query_bytes_read", "max_query_length", "max_query_lookback",
-    "max_query_range", "max_query_series", "metric_aggregation_enabled", "otlp_config",
-    "pattern_persistence_enabled", "query_timeout", "retention_period", "retention_stream",
-    "volume_enabled", "volume_max_series",
+    "discover_log_levels",
+    "discover_service_name",
+    "log_level_fields",
+    "max_entries_limit_per_query",
+    "max_line_size_truncate",
+    "max_query_bytes_read",
+    "max_query_length",
+    "max_query_lookback",
+    "max_query_range",
+    "max_query_series",
+    "metric_aggregation_enabled",
+    "otlp_config",
+    "pattern_persistence_enabled",
+    "query_timeout",
+    "retention_period",
+    "retention_stream",
+    "volume_enabled",
+    "volume_max_series",
 )
 
 
@@ -73,10 +88,14 @@ def otlp_index_labels(cfg: Config) -> tuple[str, ...]:
     return DEFAULT_INDEX_LABELS if configured is None else tuple(configured)
 
 
-def drilldown_limits(limits: LimitsConfig, otlp_index_labels: tuple[str, ...], *,
-                     pattern_ingester_enabled: bool, version: str) -> dict[str, Any]:
-    return {"limits": published_limits(limits, otlp_index_labels),
-            "pattern_ingester_enabled": pattern_ingester_enabled, "version": version or "unknown"}
+def drilldown_limits(
+    limits: LimitsConfig, otlp_index_labels: tuple[str, ...], *, pattern_ingester_enabled: bool, version: str
+) -> dict[str, Any]:
+    return {
+        "limits": published_limits(limits, otlp_index_labels),
+        "pattern_ingester_enabled": pattern_ingester_enabled,
+        "version": version or "unknown",
+    }
 
 
 def published_limits(limits: LimitsConfig, otlp_index_labels: tuple[str, ...]) -> dict[str, Any]:
@@ -90,8 +109,10 @@ def published_limits(limits: LimitsConfig, otlp_index_labels: tuple[str, ...]) -
             out[name] = _otlp_config(value, otlp_index_labels)
         elif name == "retention_stream":
             if value:
-                out[name] = [{"selector": r.selector, "priority": r.priority, "period": format_prom_duration(r.period)}
-                             for r in value]
+                out[name] = [
+                    {"selector": r.selector, "priority": r.priority, "period": format_prom_duration(r.period)}
+                    for r in value
+                ]
         elif kinds[name] == PROM_DURATION:
             out[name] = format_prom_duration(value)
         elif isinstance(value, tuple):

@@ -4,6 +4,7 @@ Errors raised in another Ray process arrive wrapped: a RayTaskError whose class 
 derives from the original's and whose str() is the remote traceback. Every mapping here
 first unwraps to the original exception, so a body never carries a traceback.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -16,7 +17,6 @@ from svclog.actors.calls import remote_cause
 from svclog.model import SvcError, TenantError
 from svclog.scheduler import QuerierLostError
 from svclog.storage.objstore import StoreError
-
 
 RETRY_AFTER_S = "1"
 
@@ -63,14 +63,14 @@ class ErrorReply:
     message: str
 
     @classmethod
-    def of(cls, err: BaseException) -> "ErrorReply":
+    def of(cls, err: BaseException) -> ErrorReply:
         mapped = as_svc_error(err)
         if mapped is None:
             return cls(500, f"internal error: {remote_cause(err)}")
         return cls(int(getattr(mapped, "status", 400)), str(mapped))
 
     @classmethod
-    def mapped(cls, err: BaseException) -> "ErrorReply | None":
+    def mapped(cls, err: BaseException) -> ErrorReply | None:
         """`of(err)` for errors with a typed mapping; None for internal errors (let them raise)."""
         return None if as_svc_error(err) is None else cls.of(err)
 
@@ -113,6 +113,4 @@ async def unknown_route_response(request: object, exc: Exception) -> Response:
     if status == 405:
         return Response(status_code=405, headers=getattr(exc, "headers", None))
     detail = getattr(exc, "detail", "")
-    return PlainTextResponse(f"{detail}\n" if detail else "", status_code=status,
-                             headers=getattr(exc, "headers", None))
-
+    return PlainTextResponse(f"{detail}\n" if detail else "", status_code=status, headers=getattr(exc, "headers", None))

@@ -3,6 +3,7 @@
 The backend (a Protocol) does the work; the Ray Serve implementation forwards to the
 distributor and query frontend hosted by the gateway replica, tests can pass a plain object.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ from svclog.logql.printer import format_query
 from svclog.model import NotFoundError, SvcError, ValidationError, parse_tenants, single_tenant
 from svclog.querier.volume import cap_volume_series, validate_aggregate_by, volume_fetch_limit
 from svclog.scheduler.actor_path import actor_path_from_headers
-from svclog.serve import drilldown
+from svclog.serve import drilldown, telemetry
 from svclog.serve.codecs.otlp import DEFAULT_INDEX_LABELS
 from svclog.serve.codecs.parquet import to_parquet, wants_parquet
 from svclog.serve.errors import BodyTooLarge, error_response, query_error_response
@@ -29,7 +30,6 @@ from svclog.serve.legacy import legacy_query_body, legacy_values_body
 from svclog.serve.query_headers import encoding_flags, query_tags, with_encoding_flags
 from svclog.serve.query_log import log_query
 from svclog.serve.request_params import read_params
-from svclog.serve import telemetry
 
 log = logging.getLogger("svclog")
 
@@ -39,8 +39,9 @@ class Backend(Protocol):
     async def query(self, tenants: list[str], request: qp.RangeRequest) -> dict: ...
     async def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]: ...
     async def label_names(self, tenants: list[str], start: int, end: int, query: str | None) -> list[str]: ...
-    async def label_values(self, tenants: list[str], name: str, start: int, end: int,
-                           query: str | None) -> list[str]: ...
+    async def label_values(
+        self, tenants: list[str], name: str, start: int, end: int, query: str | None
+    ) -> list[str]: ...
     async def ingester_stats(self) -> list[dict]: ...
 
 
@@ -50,10 +51,19 @@ def _json(data: Any, status: int = 200) -> Response:
 
 
 class Handlers:
-    def __init__(self, backend: Backend, *, auth_enabled: bool, multi_tenant_queries: bool,
-                 max_body_bytes: int, config_yaml: Any = None,
-                 volume_enabled: bool = True, limits_for: Callable[[str], LimitsConfig] | None = None,
-                 pattern_ingester_enabled: bool = False, otlp_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS):
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        auth_enabled: bool,
+        multi_tenant_queries: bool,
+        max_body_bytes: int,
+        config_yaml: Any = None,
+        volume_enabled: bool = True,
+        limits_for: Callable[[str], LimitsConfig] | None = None,
+        pattern_ingester_enabled: bool = False,
+        otlp_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS,
+    ):
         self.backend = backend
         self.auth_enabled = auth_enabled
         self.multi_tenant_queries = multi_tenant_queries
@@ -82,8 +92,9 @@ class Handlers:
         try:
             tenant = self._tenant(request)
             body = await _read_capped(request, self.max_body_bytes)
-            await self.backend.push(tenant, body, request.headers.get("content-type"),
-                                    request.headers.get("content-encoding"))
+            await self.backend.push(
+                tenant, body, request.headers.get("content-type"), request.headers.get("content-encoding")
+            )
             telemetry.record_push(tenant, 204)
             return Response(status_code=204)
         except SvcError as err:
@@ -207,8 +218,10 @@ class Handlers:
             limits = [self.limits_for(tenant) for tenant in tenants]
             disabled = [tenant for tenant, tenant_limits in zip(tenants, limits) if not tenant_limits.volume_enabled]
             if disabled:
-                raise NotFoundError(f"volume is not enabled for tenant {disabled[0]!r}: "
-                                    "set limits_config.volume_enabled: true (or a per-tenant override)")
+                raise NotFoundError(
+                    f"volume is not enabled for tenant {disabled[0]!r}: "
+                    "set limits_config.volume_enabled: true (or a per-tenant override)"
+                )
             params = await read_params(request)
             form = _first_values(params)
             query = form.get("query")
@@ -220,8 +233,16 @@ class Handlers:
             targets = tuple(t.strip() for t in (form.get("targetLabels") or "").split(",") if t.strip())
             limit = qp.limit_param(form)
             max_series = min(tenant_limits.volume_max_series for tenant_limits in limits)
-            data = await self.backend.volume(tenants, query, start, end, volume_fetch_limit(limit, max_series),
-                                             targets, validate_aggregate_by(form.get("aggregateBy")), step)
+            data = await self.backend.volume(
+                tenants,
+                query,
+                start,
+                end,
+                volume_fetch_limit(limit, max_series),
+                targets,
+                validate_aggregate_by(form.get("aggregateBy")),
+                step,
+            )
             return _json({"status": "success", "data": cap_volume_series(data, limit, max_series)})
         except SvcError as err:
             return query_error_response(err)
@@ -278,8 +299,9 @@ class Handlers:
         try:
             tenants = self._query_tenants(request)
             form = _first_values(await read_params(request))
-            body = await drilldown.detected_fields(self.backend, tenants, form, name,
-                                                   actor_path_from_headers(request.headers))
+            body = await drilldown.detected_fields(
+                self.backend, tenants, form, name, actor_path_from_headers(request.headers)
+            )
             return _json(body)
         except SvcError as err:
             return query_error_response(err)
@@ -287,9 +309,14 @@ class Handlers:
     async def drilldown_limits(self, request: Request) -> Response:
         try:
             limits = self.limits_for(self._tenant(request))
-            return _json(drilldown.drilldown_limits(limits, self.otlp_index_labels,
-                                                    pattern_ingester_enabled=self.pattern_ingester_enabled,
-                                                    version=telemetry.build_info()["version"]))
+            return _json(
+                drilldown.drilldown_limits(
+                    limits,
+                    self.otlp_index_labels,
+                    pattern_ingester_enabled=self.pattern_ingester_enabled,
+                    version=telemetry.build_info()["version"],
+                )
+            )
         except SvcError as err:
             return query_error_response(err)
 
@@ -308,8 +335,10 @@ def _volume_step(form: dict[str, str], start: int, end: int) -> int:
     step = qp.parse_step_param(form["step"]) if form.get("step") else qp.default_step(start, end)
     qp.check_aligned(start, end, step)  # step-aligned bounds must stay int64 (start=-2^63 was a 500)
     if (end - start) / step > qp.MAX_POINTS:
-        raise ValidationError("exceeded maximum resolution of 11,000 points per timeseries. "
-                              "Try increasing the value of the step parameter")
+        raise ValidationError(
+            "exceeded maximum resolution of 11,000 points per timeseries. "
+            "Try increasing the value of the step parameter"
+        )
     return step
 
 

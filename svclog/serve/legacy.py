@@ -3,6 +3,7 @@
 The reference answers them with its pre-v1 encodings: streams as `{labels, entries: [{ts, line}]}`
 with RFC 3339 timestamps, label lists as `{values}`, tail drops as Go-named `{Timestamp, Labels}`.
 """
+
 from __future__ import annotations
 
 from svclog.ingester.tail import DroppedEntry, TailEntry

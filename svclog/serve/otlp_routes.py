@@ -1,4 +1,5 @@
 """The OTLP/HTTP logs endpoint, POST /otlp/v1/logs, and a helpful 404 for every other /otlp path."""
+
 from __future__ import annotations
 
 import asyncio
@@ -27,7 +28,8 @@ from svclog.serve.handlers import _read_capped
 OTLP_LOGS_PATH = "/otlp/v1/logs"
 WRONG_PATH_MESSAGE = (
     "404 page not found: {path} is not an OTLP endpoint. Logs are accepted at POST "
-    + OTLP_LOGS_PATH + "; configure the OpenTelemetry exporter's endpoint as http://<host>:<port>/otlp "
+    + OTLP_LOGS_PATH
+    + "; configure the OpenTelemetry exporter's endpoint as http://<host>:<port>/otlp "
     "(the exporter appends /v1/logs itself)"
 )
 
@@ -42,8 +44,9 @@ class OtlpConfigError(SvcError):
     status = 500
 
 
-def rules_for(limits: LimitsConfig, default_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS
-              ) -> tuple[OtlpRules, tuple[str, ...]]:
+def rules_for(
+    limits: LimitsConfig, default_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS
+) -> tuple[OtlpRules, tuple[str, ...]]:
     try:
         rules = otlp_rules(limits.otlp_config, default_index_labels)
     except (ValueError, TypeError) as err:
@@ -58,14 +61,17 @@ def runtime_tenant_otlp(tenant: str) -> tuple[OtlpRules, tuple[str, ...]]:
     except KeyError:
         return rules_for(LimitsConfig())
     defaults = cfg.distributor.otlp_config.get("default_resource_attributes_as_index_labels")
-    return rules_for(config_limits_for(cfg, tenant),
-                     DEFAULT_INDEX_LABELS if defaults is None else tuple(defaults))
+    return rules_for(config_limits_for(cfg, tenant), DEFAULT_INDEX_LABELS if defaults is None else tuple(defaults))
 
 
-def add_otlp_routes(app: FastAPI, push: Push, auth_enabled: bool | Callable[[], bool],
-                    max_body_bytes: int | Callable[[], int],
-                    max_decompressed_bytes: int | Callable[[], int],
-                    tenant_otlp: TenantOtlp = runtime_tenant_otlp) -> FastAPI:
+def add_otlp_routes(
+    app: FastAPI,
+    push: Push,
+    auth_enabled: bool | Callable[[], bool],
+    max_body_bytes: int | Callable[[], int],
+    max_decompressed_bytes: int | Callable[[], int],
+    tenant_otlp: TenantOtlp = runtime_tenant_otlp,
+) -> FastAPI:
     """Settings may be callables, read per request (they are known only once the service starts);
     `tenant_otlp(tenant)` gives the tenant's otlp_config rules and service-name discovery list."""
 
@@ -82,8 +88,12 @@ def add_otlp_routes(app: FastAPI, push: Push, auth_enabled: bool | Callable[[], 
             rules, discover = tenant_otlp(tenant)
             # Decoding is CPU-bound; keep it off the event loop.
             streams = await asyncio.to_thread(
-                decode_otlp_logs, body, content_type, request.headers.get("content-encoding"),
-                max_decompressed_bytes=setting(max_decompressed_bytes), rules=rules,
+                decode_otlp_logs,
+                body,
+                content_type,
+                request.headers.get("content-encoding"),
+                max_decompressed_bytes=setting(max_decompressed_bytes),
+                rules=rules,
                 discover_service_name=discover,
             )
             outcome = await push(tenant, streams)
@@ -99,8 +109,7 @@ def add_otlp_routes(app: FastAPI, push: Push, auth_enabled: bool | Callable[[], 
 
     async def wrong_path(request: Request) -> Response:
         if request.url.path == OTLP_LOGS_PATH:
-            return PlainTextResponse("405 method not allowed: use POST\n", status_code=405,
-                                     headers={"Allow": "POST"})
+            return PlainTextResponse("405 method not allowed: use POST\n", status_code=405, headers={"Allow": "POST"})
         return error_response(NotFoundError(WRONG_PATH_MESSAGE.format(path=request.url.path)))
 
     any_method = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
@@ -108,4 +117,3 @@ def add_otlp_routes(app: FastAPI, push: Push, auth_enabled: bool | Callable[[], 
     app.add_api_route("/otlp", wrong_path, methods=any_method, include_in_schema=False)
     app.add_api_route("/otlp/{rest:path}", wrong_path, methods=any_method, include_in_schema=False)
     return app
-

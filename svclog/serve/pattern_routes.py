@@ -1,4 +1,5 @@
 """`GET|POST /svc/api/v1/patterns` (and `/loki/...`): mined log patterns of the selected streams."""
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,9 @@ class PatternQueries(Protocol):
     async def patterns(self, tenant: str, matchers: list[Matcher], start: int, end: int, step: int) -> Any: ...
 
 
-def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], PatternQueries | None] | None,
-                       auth_enabled: bool | Callable[[], bool]) -> FastAPI:
+def add_pattern_routes(
+    app: FastAPI, get_pattern_actor: Callable[[], PatternQueries | None] | None, auth_enabled: bool | Callable[[], bool]
+) -> FastAPI:
     """`get_pattern_actor` returns the pattern ingester's client; None when the component is disabled."""
 
     async def patterns(request: Request) -> Response:
@@ -43,11 +45,14 @@ def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], PatternQuer
         if actor is None:  # pattern_ingester.enabled is false
             return error_response(NotFoundError(DISABLED))
         try:
-            tenant = single_tenant(request.headers.get("X-Scope-OrgID"), auth_enabled=auth_enabled() if callable(auth_enabled) else auth_enabled)
+            tenant = single_tenant(
+                request.headers.get("X-Scope-OrgID"),
+                auth_enabled=auth_enabled() if callable(auth_enabled) else auth_enabled,
+            )
             params = await read_params(request)
             query = params.get("query")
             if not query:
-                raise ValidationError("query parameter is required: a stream selector like {app=\"api\"}")
+                raise ValidationError('query parameter is required: a stream selector like {app="api"}')
             selector = parse_selector(query)
             end = parse_timestamp(params.get("end"), now_ns())
             start = parse_timestamp(params.get("start"), end - 3600 * NS)
@@ -56,8 +61,9 @@ def add_pattern_routes(app: FastAPI, get_pattern_actor: Callable[[], PatternQuer
             step_text = params.get("step")
             step = parse_step(step_text) if step_text else default_step(start, end)
             if step <= 0:
-                raise ValidationError("zero or negative query resolution step widths are not accepted. "
-                                      "Try a positive integer")
+                raise ValidationError(
+                    "zero or negative query resolution step widths are not accepted. Try a positive integer"
+                )
             data = await actor.patterns(tenant, list(selector.matchers), start, end, step)
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
             return query_error_response(err)

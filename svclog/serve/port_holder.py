@@ -10,6 +10,7 @@ hands every connection to Serve. Linux only; elsewhere (or if the kernel refuses
 the holder does not bind at all, since sharing the port without the filter would split
 connections between its 503 and Serve's 404.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,9 +34,10 @@ DRAIN_TIMEOUT_S = 1.0  # how long a body the client is still sending is read (an
 
 def response(message: str) -> bytes:
     body = message.encode()
-    return (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            b"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + str(len(body)).encode()
-            + b"\r\n\r\n" + body)
+    return (
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        b"Retry-After: 1\r\nConnection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
 
 
 class PortHolder:

@@ -7,6 +7,7 @@ result names every flag it was asked for in `data.encodingFlags`.
 the reference's safe set become `_`, and `key=value` pairs appear in the query log
 line with lower-cased keys.
 """
+
 from __future__ import annotations
 
 import re

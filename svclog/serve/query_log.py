@@ -3,6 +3,7 @@
 Operators grep it by `org_id`, `query`, `status` and the client's X-Query-Tags pairs
 (`source=grafana-lokiexplore-app`), which is why those pairs are appended verbatim.
 """
+
 from __future__ import annotations
 
 import logging
@@ -23,14 +24,19 @@ def logfmt_value(value: object) -> str:
     return text if _BARE.match(text) else go_quote(text)
 
 
-def query_log_line(tenants: list[str], request: RangeRequest | None, status: int, seconds: float,
-                   data: dict | None, tags: str) -> str:
+def query_log_line(
+    tenants: list[str], request: RangeRequest | None, status: int, seconds: float, data: dict | None, tags: str
+) -> str:
     """The line's text (`request` is None when the parameters did not parse)."""
     fields: list[tuple[str, object]] = [("msg", "query"), ("org_id", "|".join(tenants))]
     if request is not None:
-        fields += [("query", request.query), ("range_type", "instant" if request.instant else "range"),
-                   ("length", format_go_duration(request.end - request.start)),
-                   ("step", format_go_duration(request.step)), ("limit", request.limit)]
+        fields += [
+            ("query", request.query),
+            ("range_type", "instant" if request.instant else "range"),
+            ("length", format_go_duration(request.end - request.start)),
+            ("step", format_go_duration(request.step)),
+            ("limit", request.limit),
+        ]
     fields += [("duration", format_go_duration(int(seconds * 1e9))), ("status", status)]
     if data is not None and data.get("resultType") == "streams":
         fields.append(("returned_lines", sum(len(s["values"]) for s in data.get("result", ()))))
@@ -38,8 +44,9 @@ def query_log_line(tenants: list[str], request: RangeRequest | None, status: int
     return " ".join(f"{key}={logfmt_value(value)}" for key, value in fields)
 
 
-def log_query(tenants: list[str], request: RangeRequest | None, status: int, seconds: float,
-              data: dict | None, tags: str) -> None:
+def log_query(
+    tenants: list[str], request: RangeRequest | None, status: int, seconds: float, data: dict | None, tags: str
+) -> None:
     if log.isEnabledFor(logging.INFO):
         _ensure_output()
         log.info("%s", query_log_line(tenants, request, status, seconds, data, tags))

@@ -1,4 +1,5 @@
 """Request parameters from the URL and, for form POSTs, the body (first value wins, like Go's Form.Get)."""
+
 from __future__ import annotations
 
 from urllib.parse import parse_qsl

@@ -1,4 +1,5 @@
 """The route table: every endpoint under /svc and its aliases (/loki, deprecated paths)."""
+
 from __future__ import annotations
 
 from fastapi import FastAPI

@@ -9,6 +9,7 @@ ruler answers the rules API; when several rulers share the groups the compat vie
 of them and merge the answers. With `ruler.enable_api` false every route here answers 404,
 as the reference registers none of them then.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,7 +54,7 @@ def _segments(request: Request, prefix: str) -> list[str]:
     """The percent-decoded path segments after `prefix`."""
     raw = request.scope.get("raw_path")
     path = raw.decode("latin-1").split("?", 1)[0] if raw else urllib.parse.quote(request.url.path)
-    rest = path[len(prefix):] if path.startswith(prefix) else path.split(prefix, 1)[-1]
+    rest = path[len(prefix) :] if path.startswith(prefix) else path.split(prefix, 1)[-1]
     return [urllib.parse.unquote(s) for s in rest.strip("/").split("/")] if rest.strip("/") else []
 
 
@@ -67,13 +68,18 @@ def configured_api_enabled() -> bool:
         return True
 
 
-def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Rulers], auth_enabled: bool | Callable[[], bool],
-                     api_enabled: bool | Callable[[], bool] = configured_api_enabled) -> FastAPI:
+def add_ruler_routes(
+    app: FastAPI,
+    get_ruler: Callable[[], Rulers],
+    auth_enabled: bool | Callable[[], bool],
+    api_enabled: bool | Callable[[], bool] = configured_api_enabled,
+) -> FastAPI:
     def when_enabled(endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
         async def guarded(request: Request) -> Response:
             if not (api_enabled() if callable(api_enabled) else api_enabled):
                 return error_response(NotFoundError("404 page not found"))
             return await endpoint(request)
+
         return guarded
 
     def tenant_of(request: Request) -> str:
@@ -89,6 +95,7 @@ def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Rulers], auth_enabled
                 return await _rules(request, prefix, method)
             except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
                 return error_response(err)
+
         return endpoint
 
     async def _rules(request: Request, prefix: str, method: str) -> Response:
@@ -103,7 +110,9 @@ def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Rulers], auth_enabled
             await call("set_group", tenant, parts[0], body)
             return _json(_ACCEPTED, 202)
         if method == "DELETE":
-            await (call("delete_group", tenant, *parts) if len(parts) == 2 else call("delete_namespace", tenant, *parts))
+            await (
+                call("delete_group", tenant, *parts) if len(parts) == 2 else call("delete_namespace", tenant, *parts)
+            )
             return _json(_ACCEPTED, 202)
         if not parts:
             text = await call("list_rules", tenant, request.query_params.get("labels"))
@@ -117,8 +126,13 @@ def add_ruler_routes(app: FastAPI, get_ruler: Callable[[], Rulers], auth_enabled
         try:
             tenant = tenant_of(request)
             params = request.query_params
-            args = (tenant, params.get("type"), params.getlist("file"), params.getlist("rule_group"),
-                    params.getlist("rule_name"))
+            args = (
+                tenant,
+                params.get("type"),
+                params.getlist("file"),
+                params.getlist("rule_group"),
+                params.getlist("rule_name"),
+            )
             parts = await get_ruler().on_all("compat_rules", *args)
             return _json({"status": "success", "data": merge_rules_data(parts)})
         except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer

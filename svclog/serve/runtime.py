@@ -4,6 +4,7 @@ Route modules are registered when the app is defined (import time), before any c
 exists; they read settings and actors through these module-level functions, which
 Serve pickles by reference, so each replica sees its own live values.
 """
+
 from __future__ import annotations
 
 import logging
@@ -13,12 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from svclog import targets
-
-from svclog.actors.clients import IngesterPool, RingClient
-from svclog.config import replication_factor
-from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RULER_NAME
 from svclog.actors.calls import lookup
+from svclog.actors.clients import IngesterPool, RingClient
+from svclog.actors.options import COMPACTOR_NAME, NAMESPACE, PATTERN_INGESTER_NAME, RULER_NAME
 from svclog.actors.service_clients import CompactorClient, PatternClient, RulerClient
+from svclog.config import replication_factor
 from svclog.log_level import LevelFollower, apply_level
 from svclog.serve.errors import ErrorReply
 
@@ -94,7 +94,10 @@ def max_decompressed_bytes() -> int:
 
 # Push routes cap their own bodies (server.max_request_body_bytes, their own 413 message).
 PUSH_PATHS = frozenset(f"{prefix}{path}" for prefix in ("/svc", "/loki") for path in ("/api/v1/push",)) | {
-    "/api/legacy/push", "/api/prom/push", "/otlp/v1/logs"}
+    "/api/legacy/push",
+    "/api/prom/push",
+    "/otlp/v1/logs",
+}
 
 
 def body_limit(path: str) -> int | None:
@@ -136,6 +139,7 @@ async def push_streams(tenant: str, streams: list) -> Any:
 
 # ---------------------------------------------------------------- tail (svclog/serve/tail_routes.py)
 
+
 def set_query_frontend(frontend: Any) -> None:
     _state["frontend"] = frontend
 
@@ -156,6 +160,7 @@ def ingester_pool() -> Any:
 
 
 # ---------------------------------------------------------------- admin (svclog/serve/admin_routes.py)
+
 
 def admin() -> Any:
     """This replica's admin backend (component probes, ingester shutdown, ring pages), made on first use."""
@@ -217,8 +222,9 @@ def _follow(follower: LevelFollower, to_actors: Callable[[str], Any] | None) -> 
     last_sync = None
     while True:
         level, changed = follower.refresh()
-        if to_actors is not None and (changed or last_sync is None
-                                      or time.monotonic() - last_sync >= ACTOR_LEVEL_RESYNC_S):
+        if to_actors is not None and (
+            changed or last_sync is None or time.monotonic() - last_sync >= ACTOR_LEVEL_RESYNC_S
+        ):
             try:
                 to_actors(level)
             except Exception as err:  # noqa: BLE001 - best effort; the next resync tries again

@@ -6,6 +6,7 @@ their batches. `launch` deploys this standby under the real application's name a
 prefix first (and again on a clean stop): a redeploy swaps replicas in place, so the route
 never disappears and a request answers 503 (retryable) until the real gateway is up.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -37,8 +38,13 @@ class StandbyApp:
             await receive()  # websocket.connect
             if "websocket.http.response" in scope.get("extensions", {}):
                 response = self.response()
-                await send({"type": "websocket.http.response.start", "status": response.status_code,
-                            "headers": response.raw_headers})
+                await send(
+                    {
+                        "type": "websocket.http.response.start",
+                        "status": response.status_code,
+                        "headers": response.raw_headers,
+                    }
+                )
                 await send({"type": "websocket.http.response.body", "body": response.body})
             else:
                 await send({"type": "websocket.close", "code": 1013, "reason": self.message.strip()})
@@ -62,8 +68,13 @@ def standby_application(state: str) -> Any:
         pass
 
     deployment = serve.deployment(
-        serve.ingress(asgi)(Standby), name=GATEWAY_DEPLOYMENT, num_replicas=1,
+        serve.ingress(asgi)(Standby),
+        name=GATEWAY_DEPLOYMENT,
+        num_replicas=1,
         # no CPU: it must never keep the real gateway from being scheduled on a small node;
         # a short graceful stop so the swap to the real gateway does not wait on it
-        ray_actor_options={"num_cpus": 0}, graceful_shutdown_timeout_s=1.0, graceful_shutdown_wait_loop_s=0.2)
+        ray_actor_options={"num_cpus": 0},
+        graceful_shutdown_timeout_s=1.0,
+        graceful_shutdown_wait_loop_s=0.2,
+    )
     return deployment.bind()

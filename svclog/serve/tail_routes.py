@@ -12,6 +12,7 @@ A tail session, in the gateway replica that accepted the socket:
    ingesters' bounded buffers, which record what they drop (`dropped_entries`).
 On disconnect the subscriptions are closed; if the gateway dies they expire in the ingesters.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,7 +33,7 @@ from svclog.config import limits_for
 from svclog.frontend.params import range_request
 from svclog.ingester.tail import DroppedEntry, MergeSettings, PollResult, TailEntry, TailMerger, tail_message
 from svclog.logql.parser import parse_log_query
-from svclog.model import NS, Labels, LimitError, SvcError, ValidationError, now_ns, parse_timestamp, single_tenant
+from svclog.model import NS, Labels, LimitError, ValidationError, now_ns, parse_timestamp, single_tenant
 from svclog.serve.errors import as_svc_error, query_error_response
 from svclog.serve.legacy import legacy_tail_message
 
@@ -63,8 +64,9 @@ class TailRequest:
     start: int  # ns
 
 
-def parse_tail_request(params: Mapping[str, str], org_id: str | None, auth_enabled: bool,
-                       now: int | None = None) -> TailRequest:
+def parse_tail_request(
+    params: Mapping[str, str], org_id: str | None, auth_enabled: bool, now: int | None = None
+) -> TailRequest:
     tenant = single_tenant(org_id, auth_enabled=auth_enabled)  # several tenants -> 400
     query = params.get("query")
     if not query:
@@ -130,8 +132,10 @@ class TailSession:
             task.cancel()
             asyncio.ensure_future(_quietly(client.close(self.sub_id)))
         new = {address: client for address, client in members.items() if address not in self.followers}
-        outcomes = await asyncio.gather(*(c.subscribe(self.request.tenant, self.request.query, self.sub_id)
-                                          for c in new.values()), return_exceptions=True)
+        outcomes = await asyncio.gather(
+            *(c.subscribe(self.request.tenant, self.request.query, self.sub_id) for c in new.values()),
+            return_exceptions=True,
+        )
         for (address, client), outcome in zip(new.items(), outcomes):
             if isinstance(outcome, BaseException):
                 log.warning("tail %s: subscribing on %s failed: %s", self.sub_id, address, outcome)
@@ -151,11 +155,19 @@ class TailSession:
         now = now_ns()
         if self.request.start >= now:
             return []
-        form = {"query": self.request.query, "start": str(self.request.start), "end": str(now),
-                "limit": str(self.request.limit), "direction": "backward"}
+        form = {
+            "query": self.request.query,
+            "start": str(self.request.start),
+            "end": str(now),
+            "limit": str(self.request.limit),
+            "direction": "backward",
+        }
         data = await self.query([self.request.tenant], range_request(form, now))
-        entries = [TailEntry(Labels.from_dict(stream["stream"]), int(value[0]), value[1])
-                   for stream in data.get("result", []) for value in stream["values"]]
+        entries = [
+            TailEntry(Labels.from_dict(stream["stream"]), int(value[0]), value[1])
+            for stream in data.get("result", [])
+            for value in stream["values"]
+        ]
         entries.sort(key=lambda e: (e.ts, e.labels.items))
         self.merger.mark_seen(entries)
         return entries
@@ -187,7 +199,7 @@ class TailSession:
             try:
                 await asyncio.wait_for(self.queue.put(result), timeout=KEEPALIVE_S)
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await client.touch(self.sub_id)
 
     async def send_loop(self, websocket: WebSocket) -> None:
@@ -249,8 +261,9 @@ async def _deny(websocket: WebSocket, err: Exception) -> None:
 class TailRoutes:
     """The endpoints; settings are module-level getters, read per request (see serve/runtime.py)."""
 
-    def __init__(self, ingesters: Callable[[], Any], query: Query, auth_enabled: Callable[[], bool],
-                 config: Callable[[], Any]):
+    def __init__(
+        self, ingesters: Callable[[], Any], query: Query, auth_enabled: Callable[[], bool], config: Callable[[], Any]
+    ):
         self.ingesters = ingesters
         self.query = query
         self.auth_enabled = auth_enabled
@@ -277,15 +290,17 @@ class TailRoutes:
         limit = limits_for(cfg, request.tenant).max_concurrent_tail_requests
         count = _active.get(request.tenant, 0) + 1
         if limit > 0 and count > limit:
-            await _deny(websocket, LimitError(f"max concurrent tail requests limit exceeded, "
-                                              f"count > limit ({count} > {limit})"))
+            await _deny(
+                websocket, LimitError(f"max concurrent tail requests limit exceeded, count > limit ({count} > {limit})")
+            )
             return
         _active[request.tenant] = count
         session: TailSession | None = None
         try:
             legacy = websocket.scope["path"].endswith(LEGACY_TAIL_PATHS)
-            session = TailSession(request, self.ingesters(), self.query,
-                                  legacy_tail_message if legacy else tail_message)
+            session = TailSession(
+                request, self.ingesters(), self.query, legacy_tail_message if legacy else tail_message
+            )
             await self._serve(websocket, session, cfg.querier.tail_max_duration / NS)
         finally:
             _active[request.tenant] = _active.get(request.tenant, 1) - 1
@@ -304,8 +319,10 @@ class TailRoutes:
                 await websocket.send_text(_dumps(session.encode(replayed, [])))
         except (WebSocketDisconnect, RuntimeError, OSError):  # the client left already
             return
-        tasks = [asyncio.ensure_future(c) for c in (session.send_loop(websocket), session.watch_ring(),
-                                                     _until_disconnect(websocket))]
+        tasks = [
+            asyncio.ensure_future(c)
+            for c in (session.send_loop(websocket), session.watch_ring(), _until_disconnect(websocket))
+        ]
         try:
             done, _ = await asyncio.wait(tasks, timeout=max_duration_s or None, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
@@ -319,8 +336,13 @@ class TailRoutes:
                 task.cancel()
 
 
-def add_tail_routes(app: FastAPI, ingesters: Callable[[], Any], query: Query,
-                    auth_enabled: Callable[[], bool], config: Callable[[], Any]) -> FastAPI:
+def add_tail_routes(
+    app: FastAPI,
+    ingesters: Callable[[], Any],
+    query: Query,
+    auth_enabled: Callable[[], bool],
+    config: Callable[[], Any],
+) -> FastAPI:
     """`ingesters()` gives the IngesterPool, `query(tenants, RangeRequest)` the query data."""
     routes = TailRoutes(ingesters, query, auth_enabled, config)
     for path in TAIL_PATHS:

@@ -1,4 +1,5 @@
 """Prometheus metrics of the HTTP entry (pushes, bytes, queries) and build information."""
+
 from __future__ import annotations
 
 import platform
@@ -12,18 +13,19 @@ import svclog
 from svclog.distributor.distributor import ACCEPTED
 
 REGISTRY = CollectorRegistry()
-PUSH_REQUESTS = Counter("svc_distributor_push_requests", "Push requests by status code.",
-                        ["status"], registry=REGISTRY)
+PUSH_REQUESTS = Counter("svc_distributor_push_requests", "Push requests by status code.", ["status"], registry=REGISTRY)
 
 
 class _ReceivedCollector:
     """Lines and bytes the distributors of this process stored, partly accepted pushes included."""
 
     def collect(self):
-        lines = CounterMetricFamily("svc_distributor_lines_received", "Log lines accepted by the distributor.",
-                                    labels=["tenant"])
-        size = CounterMetricFamily("svc_distributor_bytes_received", "Raw line bytes accepted by the distributor.",
-                                   labels=["tenant"])
+        lines = CounterMetricFamily(
+            "svc_distributor_lines_received", "Log lines accepted by the distributor.", labels=["tenant"]
+        )
+        size = CounterMetricFamily(
+            "svc_distributor_bytes_received", "Raw line bytes accepted by the distributor.", labels=["tenant"]
+        )
         for tenant, (count, total) in sorted(ACCEPTED.snapshot().items()):
             lines.add_metric([tenant], count)
             size.add_metric([tenant], total)
@@ -31,17 +33,18 @@ class _ReceivedCollector:
 
 
 REGISTRY.register(_ReceivedCollector())
-QUERIES = Counter("svc_query_requests", "Query requests by endpoint and status code.",
-                  ["endpoint", "status"], registry=REGISTRY)
-QUERY_SECONDS = Histogram("svc_query_duration_seconds", "Query latency by endpoint.", ["endpoint"],
-                          registry=REGISTRY)
-MEMORY_CHUNKS = Gauge("svc_ingester_memory_chunks", "Chunks held in ingester memory (head and sealed).",
-                      registry=REGISTRY)
+QUERIES = Counter(
+    "svc_query_requests", "Query requests by endpoint and status code.", ["endpoint", "status"], registry=REGISTRY
+)
+QUERY_SECONDS = Histogram("svc_query_duration_seconds", "Query latency by endpoint.", ["endpoint"], registry=REGISTRY)
+MEMORY_CHUNKS = Gauge(
+    "svc_ingester_memory_chunks", "Chunks held in ingester memory (head and sealed).", registry=REGISTRY
+)
 FLUSH_QUEUE = Gauge("svc_ingester_flush_queue_length", "Sealed chunks waiting for upload.", registry=REGISTRY)
-FLUSHED_CHUNKS = Gauge("svc_ingester_chunks_flushed", "Chunks flushed to the object store since start.",
-                       registry=REGISTRY)
-FLUSH_FAILURES = Gauge("svc_ingester_flush_failures", "Failed chunk uploads since start (retried).",
-                       registry=REGISTRY)
+FLUSHED_CHUNKS = Gauge(
+    "svc_ingester_chunks_flushed", "Chunks flushed to the object store since start.", registry=REGISTRY
+)
+FLUSH_FAILURES = Gauge("svc_ingester_flush_failures", "Failed chunk uploads since start (retried).", registry=REGISTRY)
 INGESTERS = Gauge("svc_ingesters_reachable", "Ingesters that answered the last stats call.", registry=REGISTRY)
 
 
@@ -69,11 +72,17 @@ def render(ingester_stats: list[dict]) -> tuple[bytes, str]:
 def build_info() -> dict:
     def git(*args: str) -> str:
         try:
-            return subprocess.run(["git", *args], capture_output=True, text=True, timeout=2,
-                                  cwd=svclog.__path__[0]).stdout.strip()
+            return subprocess.run(
+                ["git", *args], capture_output=True, text=True, timeout=2, cwd=svclog.__path__[0]
+            ).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             return ""
 
-    return {"version": getattr(svclog, "__version__", "0.1.0"), "revision": git("rev-parse", "--short", "HEAD"),
-            "branch": git("rev-parse", "--abbrev-ref", "HEAD"), "buildDate": "", "buildUser": "",
-            "goVersion": f"python{platform.python_version()}"}
+    return {
+        "version": getattr(svclog, "__version__", "0.1.0"),
+        "revision": git("rev-parse", "--short", "HEAD"),
+        "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+        "buildDate": "",
+        "buildUser": "",
+        "goVersion": f"python{platform.python_version()}",
+    }

@@ -5,6 +5,7 @@ replacing the client's would then let the client's win. Refusing any request wit
 (400, before a route runs) is the proxy-safe default, on every route including the tail's
 WebSocket.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,8 +13,10 @@ from typing import Any
 from starlette.responses import PlainTextResponse
 
 HEADER = b"x-scope-orgid"
-MESSAGE = ("bad request: more than one X-Scope-OrgID header; send exactly one "
-           "(several tenants go in one header, separated by '|')\n")
+MESSAGE = (
+    "bad request: more than one X-Scope-OrgID header; send exactly one "
+    "(several tenants go in one header, separated by '|')\n"
+)
 
 
 def org_id_headers(scope: dict) -> int:

@@ -1,5 +1,6 @@
 """Chunk store: writes sealed chunks plus their index refs; reads chunks through an LRU cache.
 Concurrent reads of one uncached chunk (sub-queries of a query on one querier) make one GET."""
+
 from __future__ import annotations
 
 import threading
@@ -41,8 +42,15 @@ def _split_by_period(labels: Labels, chunk: SealedChunk) -> list[tuple[Labels, S
 
 
 class ChunkStore:
-    def __init__(self, store: ObjectStore, *, cache_bytes: int = 256 << 20,
-                 encoding: str = "zstd", block_bytes: int = 256 * 1024, token_index: bool = True):
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        cache_bytes: int = 256 << 20,
+        encoding: str = "zstd",
+        block_bytes: int = 256 * 1024,
+        token_index: bool = True,
+    ):
         self.store = store
         self.token_index = token_index
         self.encoding = encoding
@@ -60,19 +68,32 @@ class ChunkStore:
         """Upload chunks, then their index refs (a ref never points at a missing chunk)."""
         refs = []
         for labels, chunk in (piece for item in chunks for piece in _split_by_period(*item)):
-            data = encode_chunk(chunk.table, block_bytes=self.block_bytes, encoding=self.encoding,
-                                token_index=self.token_index)
+            data = encode_chunk(
+                chunk.table, block_bytes=self.block_bytes, encoding=self.encoding, token_index=self.token_index
+            )
             fingerprint = labels.fingerprint()
             key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))
             self.store.put(key, data)
-            refs.append(ChunkRef(labels, fingerprint, key, chunk.min_ts, chunk.max_ts,
-                                 chunk.table.num_rows, chunk.raw_bytes, len(data), chunk.sealed_ns))
+            refs.append(
+                ChunkRef(
+                    labels,
+                    fingerprint,
+                    key,
+                    chunk.min_ts,
+                    chunk.max_ts,
+                    chunk.table.num_rows,
+                    chunk.raw_bytes,
+                    len(data),
+                    chunk.sealed_ns,
+                )
+            )
         if refs:
             write_index_segment(self.store, tenant, refs, writer_id)
         return refs
 
-    def fetch(self, ref: ChunkRef, start: int, end: int, stats: FetchStats | None = None,
-              may_match: BlockTest | None = None) -> ChunkData:
+    def fetch(
+        self, ref: ChunkRef, start: int, end: int, stats: FetchStats | None = None, may_match: BlockTest | None = None
+    ) -> ChunkData:
         """Entries of the chunk in [start, end), leaving out blocks `may_match` rules out by
         their token filter (the whole chunk is still one GET: the filters sit in its footer)."""
         data = self._get_cached(ref.key)

@@ -10,6 +10,7 @@ it saw first. So a segment another process wrote is seen within `listing_ttl_s` 
 visibility delay); one this process wrote, at once. Concurrent misses of one listing or
 segment make one request, the others wait for it.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,14 +30,21 @@ from svclog.model import Labels, Matcher, labels_match
 from svclog.storage import schema
 from svclog.storage.objstore import ObjectStore
 
-INDEX_SCHEMA = pa.schema([
-    ("labels", pa.string()), ("fingerprint", pa.uint64()), ("key", pa.string()),
-    ("min_ts", pa.int64()), ("max_ts", pa.int64()), ("entries", pa.int64()),
-    ("bytes", pa.int64()), ("compressed", pa.int64()),
-    # when the writer sealed the chunk: orders a stream's chunks for entries sharing a timestamp
-    # (absent from older segments, read as 0)
-    ("sealed_ns", pa.int64()),
-])
+INDEX_SCHEMA = pa.schema(
+    [
+        ("labels", pa.string()),
+        ("fingerprint", pa.uint64()),
+        ("key", pa.string()),
+        ("min_ts", pa.int64()),
+        ("max_ts", pa.int64()),
+        ("entries", pa.int64()),
+        ("bytes", pa.int64()),
+        ("compressed", pa.int64()),
+        # when the writer sealed the chunk: orders a stream's chunks for entries sharing a timestamp
+        # (absent from older segments, read as 0)
+        ("sealed_ns", pa.int64()),
+    ]
+)
 
 
 # How long a period's listing serves queries. 0 until ingesters keep flushed chunks queryable for at
@@ -101,17 +109,20 @@ def write_index_segment(store: ObjectStore, tenant: str, refs: list[ChunkRef], w
 
 
 def refs_to_table(refs: list[ChunkRef]) -> pa.Table:
-    return pa.table({
-        "labels": [encode_labels(r.labels) for r in refs],
-        "fingerprint": pa.array([r.fingerprint for r in refs], pa.uint64()),
-        "key": [r.key for r in refs],
-        "min_ts": pa.array([r.min_ts for r in refs], pa.int64()),
-        "max_ts": pa.array([r.max_ts for r in refs], pa.int64()),
-        "entries": pa.array([r.entries for r in refs], pa.int64()),
-        "bytes": pa.array([r.bytes for r in refs], pa.int64()),
-        "compressed": pa.array([r.compressed for r in refs], pa.int64()),
-        "sealed_ns": pa.array([r.sealed_ns for r in refs], pa.int64()),
-    }, schema=INDEX_SCHEMA)
+    return pa.table(
+        {
+            "labels": [encode_labels(r.labels) for r in refs],
+            "fingerprint": pa.array([r.fingerprint for r in refs], pa.uint64()),
+            "key": [r.key for r in refs],
+            "min_ts": pa.array([r.min_ts for r in refs], pa.int64()),
+            "max_ts": pa.array([r.max_ts for r in refs], pa.int64()),
+            "entries": pa.array([r.entries for r in refs], pa.int64()),
+            "bytes": pa.array([r.bytes for r in refs], pa.int64()),
+            "compressed": pa.array([r.compressed for r in refs], pa.int64()),
+            "sealed_ns": pa.array([r.sealed_ns for r in refs], pa.int64()),
+        },
+        schema=INDEX_SCHEMA,
+    )
 
 
 def table_to_bytes(table: pa.Table) -> bytes:
@@ -150,8 +161,11 @@ class _Segment:
             if key in self._selected:
                 self._selected.move_to_end(key)
                 return self._selected[key]
-        wanted = [fp for fp, labels in self.streams.items()
-                  if labels_match(labels, matchers) and (shard is None or fp % shard[1] == shard[0])]
+        wanted = [
+            fp
+            for fp, labels in self.streams.items()
+            if labels_match(labels, matchers) and (shard is None or fp % shard[1] == shard[0])
+        ]
         rows = np.isin(self._fingerprints, np.array(wanted, dtype=np.uint64)) if wanted else None
         with self._lock:
             self._selected[key] = rows
@@ -170,10 +184,20 @@ class _Segment:
     def _all_refs(self) -> list[ChunkRef]:
         """Every row as a ChunkRef, built once (refs are immutable, and queries ask again and again)."""
         if self._refs is None:
-            self._refs = [ChunkRef(self.streams[row["fingerprint"]], row["fingerprint"], row["key"], row["min_ts"],
-                                   row["max_ts"], row["entries"], row["bytes"], row["compressed"],
-                                   row.get("sealed_ns") or 0)
-                          for row in self.table.to_pylist()]
+            self._refs = [
+                ChunkRef(
+                    self.streams[row["fingerprint"]],
+                    row["fingerprint"],
+                    row["key"],
+                    row["min_ts"],
+                    row["max_ts"],
+                    row["entries"],
+                    row["bytes"],
+                    row["compressed"],
+                    row.get("sealed_ns") or 0,
+                )
+                for row in self.table.to_pylist()
+            ]
         return self._refs
 
 
@@ -205,8 +229,14 @@ class IndexReader:
     first out, up to a count and (when given) a size in decoded bytes, and each period's listing
     for `listing_ttl_s` (0: list for every query)."""
 
-    def __init__(self, store: ObjectStore, max_cached_segments: int = 4096, max_cached_bytes: int | None = None,
-                 listing_ttl_s: float = LISTING_TTL_S, clock=time.monotonic):
+    def __init__(
+        self,
+        store: ObjectStore,
+        max_cached_segments: int = 4096,
+        max_cached_bytes: int | None = None,
+        listing_ttl_s: float = LISTING_TTL_S,
+        clock=time.monotonic,
+    ):
         self.store = store
         self.max_cached = max_cached_segments
         self.max_cached_bytes = max_cached_bytes
@@ -248,8 +278,10 @@ class IndexReader:
                     if key not in self._cache:
                         self._cache[key] = seg
                         self.cached_bytes += seg.table.nbytes
-                    while self._cache and (len(self._cache) > self.max_cached or (
-                            self.max_cached_bytes is not None and self.cached_bytes > self.max_cached_bytes)):
+                    while self._cache and (
+                        len(self._cache) > self.max_cached
+                        or (self.max_cached_bytes is not None and self.cached_bytes > self.max_cached_bytes)
+                    ):
                         _, evicted = self._cache.popitem(last=False)
                         self.cached_bytes -= evicted.table.nbytes
                 return seg
@@ -295,8 +327,12 @@ class IndexReader:
         if memo is not None and not fresh and memo_key in memo:
             return memo[memo_key]
         prefix = schema.index_dir(tenant, period)
-        keys = self._list_cached((tenant, period), prefix, fresh=fresh, list_fn=lambda: [
-            k for k in self.store.list(prefix) if k.endswith(".arrow")])
+        keys = self._list_cached(
+            (tenant, period),
+            prefix,
+            fresh=fresh,
+            list_fn=lambda: [k for k in self.store.list(prefix) if k.endswith(".arrow")],
+        )
         if memo is not None:
             memo[memo_key] = keys
         return keys
@@ -304,8 +340,7 @@ class IndexReader:
     def _periods_present(self, tenant: str) -> list[int]:
         """The tenant's periods that have an index directory (one delimited LIST, cached like a listing)."""
         prefix = schema.index_dir(tenant, 0).rsplit("/", 1)[0]
-        names = self._list_cached((tenant, None), prefix, fresh=False,
-                                  list_fn=lambda: self.store.list_dirs(prefix))
+        names = self._list_cached((tenant, None), prefix, fresh=False, list_fn=lambda: self.store.list_dirs(prefix))
         return [int(p) for p in names if p.lstrip("-").isdigit()]
 
     def segments(self, tenant: str, start: int, end: int) -> Iterable[_Segment]:
@@ -333,8 +368,9 @@ class IndexReader:
                 # segment written first, then the old ones removed). List again for the new one.
                 keys = self._listing(tenant, period, fresh=True)
 
-    def chunk_refs(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int,
-                   shard: tuple[int, int] | None = None) -> dict[Labels, list[ChunkRef]]:
+    def chunk_refs(
+        self, tenant: str, matchers: Iterable[Matcher], start: int, end: int, shard: tuple[int, int] | None = None
+    ) -> dict[Labels, list[ChunkRef]]:
         """Refs of chunks overlapping [start, end) of streams matching all matchers."""
         matchers = tuple(matchers)
         found: dict[Labels, dict[str, ChunkRef]] = {}

@@ -7,6 +7,7 @@ key's "directories" are only prefixes of other keys). Requests are counted by ki
 Each write or delete bumps a process-wide generation of the key's parent prefixes, so a cache
 of listings in this process sees its own process's writes at once (`generation`).
 """
+
 from __future__ import annotations
 
 import os

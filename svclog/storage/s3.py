@@ -6,6 +6,7 @@ as an object store, not a filesystem: single PUTs for small objects (no multipar
 round trips), retries with backoff on 5xx, throttling and dropped connections, and
 path-style or virtual-hosted addressing as configured.
 """
+
 from __future__ import annotations
 
 import urllib.parse
@@ -62,6 +63,7 @@ def redact(uri: str) -> str:
     parts = urllib.parse.urlsplit(uri)
     if not parts.query:
         return uri
-    params = [(k, "***" if k in _SECRET_PARAMS else v)
-              for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)]
+    params = [
+        (k, "***" if k in _SECRET_PARAMS else v) for k, v in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    ]
     return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(params)))

@@ -1,4 +1,5 @@
 """Object keys and index periods: where chunks and index files live in the store."""
+
 from __future__ import annotations
 
 PERIOD_NS = 24 * 3600 * 1_000_000_000  # one index file set per tenant per day

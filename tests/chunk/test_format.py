@@ -7,8 +7,9 @@ from svclog.logql.source import METADATA_TYPE
 
 
 def _table(ts, lines, md=None):
-    return pa.table({"ts": pa.array(ts, pa.int64()), "line": lines,
-                     "metadata": pa.array(md or [None] * len(ts), METADATA_TYPE)})
+    return pa.table(
+        {"ts": pa.array(ts, pa.int64()), "line": lines, "metadata": pa.array(md or [None] * len(ts), METADATA_TYPE)}
+    )
 
 
 @pytest.mark.parametrize("encoding", ["zstd", "lz4", "snappy", "none", "lz4-256k", "flate", "gzip"])

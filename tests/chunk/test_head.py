@@ -1,4 +1,5 @@
 """HeadBlock keeps its own buffers: slices of a whole push are copied out by compact()."""
+
 from svclog.chunk.head import HeadBlock, entries_batch
 
 

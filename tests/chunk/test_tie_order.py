@@ -1,4 +1,5 @@
 """Entries sharing a timestamp keep push order through head blocks, sealing and the chunk format."""
+
 from itertools import pairwise
 
 import numpy as np
@@ -10,8 +11,13 @@ from svclog.logql.source import METADATA_TYPE
 
 
 def _table(ts, lines, md=None):
-    return pa.table({"ts": pa.array(ts, pa.int64()), "line": pa.array(lines, pa.string()),
-                     "metadata": pa.array(md or [None] * len(ts), METADATA_TYPE)})
+    return pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "line": pa.array(lines, pa.string()),
+            "metadata": pa.array(md or [None] * len(ts), METADATA_TYPE),
+        }
+    )
 
 
 def _lines(table):
@@ -26,8 +32,13 @@ def test_equal_timestamps_keep_push_order_not_line_order():
 
 def test_only_true_duplicates_go_and_the_first_copy_stays_where_it_was():
     # a replica's copy of a tie run follows the original: copies are not adjacent
-    out = sort_dedupe(_table([3, 3, 3, 3, 3, 3, 4, 3], ["c", "a", "b", "c", "a", "b", "c", "d"],
-                             [[("k", "1")], None, None, [("k", "2")], None, None, None, None]))
+    out = sort_dedupe(
+        _table(
+            [3, 3, 3, 3, 3, 3, 4, 3],
+            ["c", "a", "b", "c", "a", "b", "c", "d"],
+            [[("k", "1")], None, None, [("k", "2")], None, None, None, None],
+        )
+    )
     assert out.column("ts").to_pylist() == [3, 3, 3, 3, 4]
     assert _lines(out) == ["c", "a", "b", "d", "c"]
     assert out.column("metadata").to_pylist()[0] == [("k", "1")]  # the first copy's metadata

@@ -1,4 +1,5 @@
 """The token index never hides a line a filter keeps, and does rule out blocks that cannot match."""
+
 import random
 
 import numpy as np
@@ -13,12 +14,17 @@ from svclog.logql.parser import parse
 from svclog.logql.source import METADATA_TYPE
 
 # token bytes, separators and multi-byte characters, so tokens of every length and edge occur
-TEXT = st.text(alphabet=st.sampled_from(list("abcdef0123456789-_ =:./\"{}") + ["é", "日", "\t"]), max_size=80)
+TEXT = st.text(alphabet=st.sampled_from(list('abcdef0123456789-_ =:./"{}') + ["é", "日", "\t"]), max_size=80)
 
 
 def _table(lines: list[str], metadata: list | None = None) -> pa.Table:
-    return pa.table({"ts": pa.array(range(len(lines)), pa.int64()), "line": pa.array(lines, pa.string()),
-                     "metadata": pa.array(metadata or [None] * len(lines), METADATA_TYPE)})
+    return pa.table(
+        {
+            "ts": pa.array(range(len(lines)), pa.int64()),
+            "line": pa.array(lines, pa.string()),
+            "metadata": pa.array(metadata or [None] * len(lines), METADATA_TYPE),
+        }
+    )
 
 
 def _hex(rng: random.Random, n: int = 32) -> str:
@@ -30,7 +36,7 @@ def _hex(rng: random.Random, n: int = 32) -> str:
 def test_keys_of_any_substring_are_among_its_lines_keys(lines, data):
     line = data.draw(st.sampled_from(lines))
     start = data.draw(st.integers(0, len(line)))
-    needle = line[start:data.draw(st.integers(start, len(line)))]
+    needle = line[start : data.draw(st.integers(start, len(line)))]
     keys = ti.line_keys(pa.array(lines))
     assert np.isin(ti.needle_keys(needle), keys).all()
     assert ti.filter_has_all(ti.build_filter(keys), ti.needle_keys(needle))
@@ -54,9 +60,9 @@ def test_the_filter_has_every_key_and_rules_out_most_others():
     rng = np.random.default_rng(1)
     keys = rng.integers(0, 2**64 - 1, 5000, dtype=np.uint64)
     words = ti.build_filter(keys)
-    assert all(ti.filter_has_all(words, keys[i:i + 1]) for i in range(len(keys)))
+    assert all(ti.filter_has_all(words, keys[i : i + 1]) for i in range(len(keys)))
     others = rng.integers(0, 2**64 - 1, 5000, dtype=np.uint64)
-    rate = np.mean([ti.filter_has_all(words, others[i:i + 1]) for i in range(len(others))])
+    rate = np.mean([ti.filter_has_all(words, others[i : i + 1]) for i in range(len(others))])
     assert rate < 0.2  # ~13% at 5 bits per key
     assert not ti.filter_has_all(ti.build_filter(np.zeros(0, np.uint64)), keys[:1])
 
@@ -81,8 +87,11 @@ def _read(data: bytes, filters: tuple, metadata_equals=(), use_index: bool = Tru
     chunk = decode_chunk(data, may_match=probe.may_match if probe else None, scan=scan)
     table = apply_line_filters(pa.table({"ts": chunk.ts, "line": chunk.line, "metadata": chunk.metadata}), filters)
     if metadata_equals:
-        rows = [row for row in table.to_pylist()
-                if all(dict(row["metadata"] or []).get(k, "") == v for k, v in metadata_equals)]
+        rows = [
+            row
+            for row in table.to_pylist()
+            if all(dict(row["metadata"] or []).get(k, "") == v for k, v in metadata_equals)
+        ]
     else:
         rows = table.to_pylist()
     return [(r["ts"], r["line"]) for r in rows], scan
@@ -100,20 +109,31 @@ def test_filtered_answers_are_the_same_with_and_without_the_index(seed, data):
     lines, metadata = [], []
     for i in range(300):
         trace = rng.choice(ids)
-        lines.append(rng.choice([
-            f"ts={i} level=info trace_id={trace} msg=\"ok\"",
-            f'{{"trace":"{trace}","n":{i}}}',
-            f"{trace[:rng.randrange(1, len(trace))]}-{_hex(rng, 8)} näive {i}",
-            data.draw(TEXT)]))
+        lines.append(
+            rng.choice(
+                [
+                    f'ts={i} level=info trace_id={trace} msg="ok"',
+                    f'{{"trace":"{trace}","n":{i}}}',
+                    f"{trace[: rng.randrange(1, len(trace))]}-{_hex(rng, 8)} näive {i}",
+                    data.draw(TEXT),
+                ]
+            )
+        )
         metadata.append([("trace_id", trace)] if rng.random() < 0.5 else None)
     blob = encode_chunk(_table(lines, metadata), block_bytes=rng.choice((64, 512, 4096)))
     present = rng.choice(lines)
     start = rng.randrange(len(present) + 1)
-    needle = present[start:start + rng.randrange(40)]
+    needle = present[start : start + rng.randrange(40)]
     absent = _hex(rng)
-    queries = [f"|= {_quote(needle)}", f"|= {_quote(absent)}", f"|= {_quote(absent)} or {_quote(needle)}",
-               f"|= {_quote(rng.choice(ids))} |= {_quote(needle)}", f"|~ {_quote('trace_id=' + rng.choice(ids))}",
-               f"|~ {_quote(rng.choice(ids)[:20] + '.*n')}", f"!= {_quote(rng.choice(ids))}"]
+    queries = [
+        f"|= {_quote(needle)}",
+        f"|= {_quote(absent)}",
+        f"|= {_quote(absent)} or {_quote(needle)}",
+        f"|= {_quote(rng.choice(ids))} |= {_quote(needle)}",
+        f"|~ {_quote('trace_id=' + rng.choice(ids))}",
+        f"|~ {_quote(rng.choice(ids)[:20] + '.*n')}",
+        f"!= {_quote(rng.choice(ids))}",
+    ]
     for query in queries:
         filters = _filters(query)
         assert _read(blob, filters)[0] == _read(blob, filters, use_index=False)[0], query
@@ -123,8 +143,11 @@ def test_filtered_answers_are_the_same_with_and_without_the_index(seed, data):
 
 def test_blocks_without_the_needle_are_not_decoded():
     rng = random.Random(7)
-    lines = [f"ts={i} level=info caller=handler.go:142 msg=\"request completed\" method=GET path=/api/v1/users/{i} "
-             f"status=200 trace_id={_hex(rng)}" for i in range(4000)]
+    lines = [
+        f'ts={i} level=info caller=handler.go:142 msg="request completed" method=GET path=/api/v1/users/{i} '
+        f"status=200 trace_id={_hex(rng)}"
+        for i in range(4000)
+    ]
     blob = encode_chunk(_table(lines), block_bytes=32768)
     needle = lines[1234].split("trace_id=")[1]
     rows, scan = _read(blob, _filters(f"|= {_quote(needle)}"))
@@ -145,8 +168,11 @@ def test_chunks_written_without_an_index_read_every_block():
 
 def test_index_size_is_capped_by_the_raw_line_bytes():
     rng = random.Random(3)
-    lines = [f"ts=2024-01-01T00:00:{i % 60:02d}.{i:06d}Z level=info caller=handler.go:142 msg=\"request "
-             f"completed\" status=200 bytes={rng.randrange(80, 60000)} trace_id={_hex(rng)}" for i in range(20000)]
+    lines = [
+        f'ts=2024-01-01T00:00:{i % 60:02d}.{i:06d}Z level=info caller=handler.go:142 msg="request '
+        f'completed" status=200 bytes={rng.randrange(80, 60000)} trace_id={_hex(rng)}'
+        for i in range(20000)
+    ]
     with_index = encode_chunk(_table(lines))
     without = encode_chunk(_table(lines), token_index=False)
     raw = sum(map(len, lines))

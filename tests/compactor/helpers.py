@@ -1,4 +1,5 @@
 """Shared helpers: write chunks the way ingesters do, read everything back the way queriers do."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -32,8 +33,13 @@ def labels(**items: str) -> Labels:
 
 
 def sealed(ts: list[int], lines: list[str]) -> SealedChunk:
-    table = pa.table({"ts": pa.array(ts, pa.int64()), "line": pa.array(lines, pa.string()),
-                      "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type)})
+    table = pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "line": pa.array(lines, pa.string()),
+            "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type),
+        }
+    )
     return SealedChunk.from_table(table)
 
 
@@ -42,7 +48,9 @@ def flush(store: ObjectStore, tenant: str, stream: Labels, ts: list[int], lines:
     return ChunkStore(store).put_chunks(tenant, [(stream, sealed(ts, lines))], writer)
 
 
-def read_all(store: ObjectStore, tenant: str, start: int = 0, end: int = NOW + DAY) -> dict[Labels, list[tuple[int, str]]]:
+def read_all(
+    store: ObjectStore, tenant: str, start: int = 0, end: int = NOW + DAY
+) -> dict[Labels, list[tuple[int, str]]]:
     """Every entry the read path finds (index -> chunks), de-duplicated like the querier."""
     refs = IndexReader(store).chunk_refs(tenant, (Matcher("__name__", MatchType.NEQ, "x"),), start, end)
     out: dict[Labels, set[tuple[int, str]]] = {}
@@ -76,5 +84,6 @@ def indexed_keys(store: ObjectStore, tenant: str) -> set[str]:
 def make_compactor(store: ObjectStore, clock: Clock, limits: LimitsConfig | None = None, **settings) -> Compactor:
     settings.setdefault("retention_delete_delay", 0)
     settings.setdefault("delete_request_cancel_period", HOUR)
-    return Compactor(store, CompactorSettings(**settings), limits_for=lambda tenant: limits or LimitsConfig(),
-                     clock=clock)
+    return Compactor(
+        store, CompactorSettings(**settings), limits_for=lambda tenant: limits or LimitsConfig(), clock=clock
+    )

@@ -30,8 +30,9 @@ def test_pending_requests_filter_matching_lines_in_range_at_once(tmp_path):
     assert apply_to_table(filters, OTHER, table).num_rows == 10
     assert pending_delete_filters(compactor.requests, "other-tenant") == []
 
-    block = StreamBlock(GHOST, table.column("ts").chunk(0), table.column("line").chunk(0),
-                        table.column("metadata").chunk(0))
+    block = StreamBlock(
+        GHOST, table.column("ts").chunk(0), table.column("line").chunk(0), table.column("metadata").chunk(0)
+    )
     out = apply_to_block(filters, block)
     assert len(out) == 8 and len(out.metadata) == 8 and out.labels == GHOST
 

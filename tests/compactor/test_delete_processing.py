@@ -33,8 +33,9 @@ def test_processing_rewrites_chunks_without_deleted_lines(tmp_path):
     clock = Clock()
     compactor = make_compactor(store, clock, chunk_target_size=1)
     # boom lines of app=ghost in the first 30 h: parts 0, 1, 2 (part 3 starts at 36 h)
-    rid = compactor.create_delete_request("t", '{app="ghost"} |= "boom"', str(T0 // NS), str(T0 // NS + 30 * 3600),
-                                          "12h")
+    rid = compactor.create_delete_request(
+        "t", '{app="ghost"} |= "boom"', str(T0 // NS), str(T0 // NS + 30 * 3600), "12h"
+    )
     assert compactor.run_once()["delete_shards_processed"] == 0  # still within the cancel period
     assert compactor.list_delete_requests("t")[0]["status"] == "received"
 
@@ -48,8 +49,9 @@ def test_processing_rewrites_chunks_without_deleted_lines(tmp_path):
     for stream in (GHOST, PROD):
         lines = [line for _, line in found[stream]]
         assert len(lines) == 120 - 9
-        assert [line for line in lines if "boom" in line] == [line for line in lines if line.split()[1][0] == "3"
-                                                              and "boom" in line]
+        assert [line for line in lines if "boom" in line] == [
+            line for line in lines if line.split()[1][0] == "3" and "boom" in line
+        ]
     assert len(found[OTHER]) == 120  # other stream untouched
     # the store no longer holds a deleted line anywhere, and no chunk object is left behind
     stored = stored_lines(store, "t")

@@ -17,9 +17,17 @@ def compactor(tmp_path):
 def test_create_list_cancel(compactor):
     rid = compactor.create_delete_request("t", '{app="ghost"} |= "boom"', START, END)
     listed = compactor.list_delete_requests("t")
-    assert listed == [{"request_id": rid, "start_time": T0 // NS, "end_time": T0 // NS + 3600,
-                       "query": '{app="ghost"} |= "boom"', "status": "received",
-                       "created_at": compactor.clock() // NS, "user_id": ""}]  # the reference blanks user_id
+    assert listed == [
+        {
+            "request_id": rid,
+            "start_time": T0 // NS,
+            "end_time": T0 // NS + 3600,
+            "query": '{app="ghost"} |= "boom"',
+            "status": "received",
+            "created_at": compactor.clock() // NS,
+            "user_id": "",
+        }
+    ]  # the reference blanks user_id
     assert compactor.list_delete_requests("other") == []
     compactor.cancel_delete_request("t", rid)
     assert compactor.list_delete_requests("t") == []
@@ -34,12 +42,23 @@ def test_rfc3339_and_default_end(compactor):
     assert second["start_time"] == 1793491200.25 and second["end_time"] == compactor.clock() // NS
 
 
-@pytest.mark.parametrize("query,start,end", [
-    (None, START, END), ("", START, END), ('{app="ghost"', START, END), ('{app="a"} | json', START, END),
-    ('sum(rate({app="a"}[1m]))', START, END), ('{app=~".*"}', START, END), ('{app="a"} |~ "("', START, END),
-    ('{app="a"}', None, END), ('{app="a"}', "yesterday", END), ('{app="a"}', "17934912", END),
-    ('{app="a"}', END, START), ('{app="a"}', START, str(10**10 - 1)),
-])
+@pytest.mark.parametrize(
+    "query,start,end",
+    [
+        (None, START, END),
+        ("", START, END),
+        ('{app="ghost"', START, END),
+        ('{app="a"} | json', START, END),
+        ('sum(rate({app="a"}[1m]))', START, END),
+        ('{app=~".*"}', START, END),
+        ('{app="a"} |~ "("', START, END),
+        ('{app="a"}', None, END),
+        ('{app="a"}', "yesterday", END),
+        ('{app="a"}', "17934912", END),
+        ('{app="a"}', END, START),
+        ('{app="a"}', START, str(10**10 - 1)),
+    ],
+)
 def test_invalid_requests_are_validation_errors(compactor, query, start, end):
     with pytest.raises(ValidationError):
         compactor.create_delete_request("t", query, start, end)

@@ -1,4 +1,5 @@
 """The delete routes over ASGI, against a real Compactor behind a `.remote()` shim (no Ray)."""
+
 import asyncio
 import json
 from pathlib import Path
@@ -33,6 +34,7 @@ class _Method:
                 return self.fn(*args)
             except Exception as err:
                 raise RemoteTaskError(err) from err
+
         return run()
 
 
@@ -53,6 +55,7 @@ class Client:
             transport = httpx.ASGITransport(app=self.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
                 return await client.request(method, path, **kwargs)
+
         return asyncio.run(send())
 
     def get(self, path: str, **kwargs) -> httpx.Response:
@@ -102,15 +105,18 @@ def test_recorded_conformance_cases(client, case):
 def test_status_codes_and_errors(client):
     headers = {"X-Scope-OrgID": "t"}
     assert client.get("/svc/api/v1/delete").status_code == 401  # no tenant
-    resp = client.post("/svc/api/v1/delete", params={"query": '{app="a"} | json', "start": "1793491200"},
-                       headers=headers)
+    resp = client.post(
+        "/svc/api/v1/delete", params={"query": '{app="a"} | json', "start": "1793491200"}, headers=headers
+    )
     assert resp.status_code == 400 and "line filters" in resp.text and "Traceback" not in resp.text
     form = client.post("/svc/api/v1/delete", data={"query": '{app="a"}', "start": "1793491200"}, headers=headers)
     assert form.status_code == 204
     rid = client.get("/svc/api/v1/delete", headers=headers).json()[0]["request_id"]
     assert client.delete("/svc/api/v1/delete", params={"request_id": "nope"}, headers=headers).status_code == 404
-    assert client.delete("/loki/api/v1/delete", params={"request_id": rid, "force": "true"},
-                         headers=headers).status_code == 204
+    assert (
+        client.delete("/loki/api/v1/delete", params={"request_id": rid, "force": "true"}, headers=headers).status_code
+        == 204
+    )
     assert client.get("/loki/api/v1/delete", headers=headers).json() == []
 
 

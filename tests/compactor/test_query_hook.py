@@ -3,8 +3,6 @@
 Skipped until svclog/querier/source.py's StoreSource accepts `deletes=` (the lead's hook).
 """
 
-import pytest
-
 from svclog.compactor import QueryTimeDeletes
 from svclog.logql.source import SelectRequest
 from svclog.model import NS, Matcher, MatchType
@@ -13,7 +11,6 @@ from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
 from svclog.storage.objstore import ObjectStore
 from tests.compactor.helpers import HOUR, T0, Clock, flush, labels, make_compactor, stored_lines
-
 
 
 def _lines(store, deletes):
@@ -26,8 +23,13 @@ def test_deleted_lines_disappear_at_once_then_from_the_store(tmp_path):
     store = ObjectStore(str(tmp_path))
     ghost, api = labels(app="ghost"), labels(app="api")
     for stream in (ghost, api):
-        flush(store, "t", stream, [T0 + i * NS for i in range(100)], [f"{i} {'boom' if i % 4 == 0 else 'ok'}"
-                                                                       for i in range(100)])
+        flush(
+            store,
+            "t",
+            stream,
+            [T0 + i * NS for i in range(100)],
+            [f"{i} {'boom' if i % 4 == 0 else 'ok'}" for i in range(100)],
+        )
     clock = Clock()
     compactor = make_compactor(store, clock)
     deletes = QueryTimeDeletes(compactor.requests)

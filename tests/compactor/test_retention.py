@@ -21,9 +21,15 @@ def _limits(**kw) -> LimitsConfig:
 
 
 def test_highest_priority_rule_wins_then_shortest_period():
-    limits = _limits(retention_period=30 * DAY, retention_stream=(
-        RetentionStream('{app="a"}', 1, 7 * DAY), RetentionStream('{env="dev"}', 2, 2 * DAY),
-        RetentionStream('{env="dev"}', 2, DAY), RetentionStream('{app="z"}', 5, 0)))
+    limits = _limits(
+        retention_period=30 * DAY,
+        retention_stream=(
+            RetentionStream('{app="a"}', 1, 7 * DAY),
+            RetentionStream('{env="dev"}', 2, 2 * DAY),
+            RetentionStream('{env="dev"}', 2, DAY),
+            RetentionStream('{app="z"}', 5, 0),
+        ),
+    )
     rules = retention_rules(limits)
     assert retention_period_for(labels(app="a"), limits.retention_period, rules) == 7 * DAY
     assert retention_period_for(labels(app="a", env="dev"), limits.retention_period, rules) == DAY
@@ -41,8 +47,10 @@ def test_expired_chunks_leave_index_and_store_and_straddling_chunk_is_trimmed(tm
     flush(store, "t", a, [NOW - HOUR], ["new"])
     flush(store, "t", dev, [NOW - 2 * DAY], ["dev-old"])
     flush(store, "t", keep, old, [f"keep{i}" for i in range(5)])
-    limits = _limits(retention_period=3 * DAY, retention_stream=(
-        RetentionStream('{env="dev"}', 1, DAY), RetentionStream('{app="z"}', 1, 0)))
+    limits = _limits(
+        retention_period=3 * DAY,
+        retention_stream=(RetentionStream('{env="dev"}', 1, DAY), RetentionStream('{app="z"}', 1, 0)),
+    )
 
     report = make_compactor(store, Clock(), limits, retention_enabled=True, chunk_target_size=1).run_once()
 

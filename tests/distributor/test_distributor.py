@@ -11,12 +11,23 @@ NOW = time.time_ns()
 
 
 def _limits(**overrides):
-    base = dict(max_line_size=256 * 1024, max_line_size_truncate=False, max_label_names_per_series=15,
-                max_label_name_length=1024, max_label_value_length=2048, reject_old_samples=False,
-                reject_old_samples_max_age=7 * 86400 * 10**9, creation_grace_period=600 * 10**9,
-                allow_structured_metadata=True, max_structured_metadata_size=64 * 1024,
-                max_structured_metadata_entries_count=128, ingestion_rate_mb=4.0, ingestion_burst_size_mb=6.0,
-                block_ingestion_until=None, block_ingestion_status_code=260)
+    base = dict(
+        max_line_size=256 * 1024,
+        max_line_size_truncate=False,
+        max_label_names_per_series=15,
+        max_label_name_length=1024,
+        max_label_value_length=2048,
+        reject_old_samples=False,
+        reject_old_samples_max_age=7 * 86400 * 10**9,
+        creation_grace_period=600 * 10**9,
+        allow_structured_metadata=True,
+        max_structured_metadata_size=64 * 1024,
+        max_structured_metadata_entries_count=128,
+        ingestion_rate_mb=4.0,
+        ingestion_burst_size_mb=6.0,
+        block_ingestion_until=None,
+        block_ingestion_status_code=260,
+    )
     base.update(overrides)
     return SimpleNamespace(**base)
 
@@ -45,8 +56,7 @@ def _ring(n):
 
 
 def _distributor(ring, pusher, rf, **limits):
-    return Distributor(ring=lambda: ring, pusher=pusher, limits_for=lambda t: _limits(**limits),
-                       replication_factor=rf)
+    return Distributor(ring=lambda: ring, pusher=pusher, limits_for=lambda t: _limits(**limits), replication_factor=rf)
 
 
 def _stream(app, n=2):
@@ -81,8 +91,7 @@ def test_bad_stream_is_reported_and_good_one_still_written():
 
 
 def test_rate_limit_gives_429():
-    dist = _distributor(_ring(1), RecordingPusher(), rf=1, ingestion_rate_mb=0.000001,
-                        ingestion_burst_size_mb=0.00001)
+    dist = _distributor(_ring(1), RecordingPusher(), rf=1, ingestion_rate_mb=0.000001, ingestion_burst_size_mb=0.00001)
     big = PushStream(Labels({"app": "a"}.items()), [Entry(NOW, "x" * 1000)])
     with pytest.raises(RateLimitError) as err:
         dist.push("t", [big])

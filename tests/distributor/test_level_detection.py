@@ -1,5 +1,6 @@
 """detected_level at ingest: answers recorded from the reference (Loki 3.7.6) for labels, metadata,
 OTLP severities, JSON, logfmt and plain lines, and the kernels checked against scalar readers."""
+
 import json
 import random
 import re
@@ -46,12 +47,19 @@ def test_whole_push_at_once_matches_case_by_case():
 
 
 def test_streams_with_several_entries_and_mixed_metadata():
-    stream = StreamColumns(Labels.from_dict({"app": "a"}), [1, 2, 3, 4],
-                           ["level=warn", "boom error", "x", '{"level":"DEBUG"}'],
-                           [None, [("trace_id", "t")], [("detected_level", "Err")], None])
+    stream = StreamColumns(
+        Labels.from_dict({"app": "a"}),
+        [1, 2, 3, 4],
+        ["level=warn", "boom error", "x", '{"level":"DEBUG"}'],
+        [None, [("trace_id", "t")], [("detected_level", "Err")], None],
+    )
     (out,) = ld.detect_levels([stream], _settings({}))
-    assert out.metadata == [[("detected_level", "warn")], [("trace_id", "t"), ("detected_level", "error")],
-                            [("detected_level", "error")], [("detected_level", "debug")]]
+    assert out.metadata == [
+        [("detected_level", "warn")],
+        [("trace_id", "t"), ("detected_level", "error")],
+        [("detected_level", "error")],
+        [("detected_level", "debug")],
+    ]
     # the caller's lists are left as they were
     assert stream.metadata == [None, [("trace_id", "t")], [("detected_level", "Err")], None]
 
@@ -62,14 +70,18 @@ def test_a_level_label_decides_for_the_whole_stream():
     assert out.metadata == [[("detected_level", "warn")]] * 2
 
 
-@pytest.mark.parametrize("limits, enabled", [
-    ({"discover_log_levels": True, "allow_structured_metadata": True}, True),
-    ({"discover_log_levels": False, "allow_structured_metadata": True}, False),
-    ({"discover_log_levels": True, "allow_structured_metadata": False}, False),
-])
+@pytest.mark.parametrize(
+    "limits, enabled",
+    [
+        ({"discover_log_levels": True, "allow_structured_metadata": True}, True),
+        ({"discover_log_levels": False, "allow_structured_metadata": True}, False),
+        ({"discover_log_levels": True, "allow_structured_metadata": False}, False),
+    ],
+)
 def test_settings_follow_the_limits(limits, enabled):
-    settings = ld.LevelSettings.from_limits(SimpleNamespace(log_level_fields=(), log_level_from_json_max_depth=2,
-                                                            **limits))
+    settings = ld.LevelSettings.from_limits(
+        SimpleNamespace(log_level_fields=(), log_level_from_json_max_depth=2, **limits)
+    )
     assert (settings is not None) == enabled
     if enabled:
         assert settings.fields == DEFAULT_LOG_LEVEL_FIELDS  # an empty list means the defaults
@@ -78,16 +90,34 @@ def test_settings_follow_the_limits(limits, enabled):
     assert out.metadata == [[("detected_level", "warn" if enabled else "WRN")]]
 
 
-@pytest.mark.parametrize("text, level", [
-    ("0", "unknown"), ("1", "trace"), ("4", "trace"), ("5", "debug"), ("9", "info"), ("13", "warn"), ("17", "error"),
-    ("21", "fatal"), ("24", "fatal"), ("25", "unknown"), ("-3", "trace"), ("+9", "info"), ("09", "info"),
-    (" 9", "info"), ("1.5", "info"), ("x", "info"), ("99999999999999999999", "info"),
-])
+@pytest.mark.parametrize(
+    "text, level",
+    [
+        ("0", "unknown"),
+        ("1", "trace"),
+        ("4", "trace"),
+        ("5", "debug"),
+        ("9", "info"),
+        ("13", "warn"),
+        ("17", "error"),
+        ("21", "fatal"),
+        ("24", "fatal"),
+        ("25", "unknown"),
+        ("-3", "trace"),
+        ("+9", "info"),
+        ("09", "info"),
+        (" 9", "info"),
+        ("1.5", "info"),
+        ("x", "info"),
+        ("99999999999999999999", "info"),
+    ],
+)
 def test_otlp_severity_numbers(text, level):
     assert ld.severity_level(text) == level
 
 
 # ---- the kernels against scalar readers, over generated lines
+
 
 def _random_json(rng: random.Random, depth: int = 0):
     keys = ["level", "lvl", "msg", "a", "Level", "severity", "log", "x y", "level "]
@@ -111,7 +141,7 @@ def _mangle(rng: random.Random, text: str) -> str:
     if rng.random() < 0.5 or len(text) < 3:
         return text
     i = rng.randrange(1, len(text) - 1)
-    return text[:i] + rng.choice(["", text[i] * 2, "{", "}", "[", "]", '"', ",", ":", "\\", " "]) + text[i + 1:]
+    return text[:i] + rng.choice(["", text[i] * 2, "{", "}", "[", "]", '"', ",", ":", "\\", " "]) + text[i + 1 :]
 
 
 @pytest.mark.parametrize("depth", [1, 2, 3, 0])
@@ -187,14 +217,28 @@ def test_logfmt_kernels_answer_as_the_decoder():
 
 # ---- the distributor hook
 
+
 def _limits(**overrides):
-    base = {"max_line_size": 256 * 1024, "max_line_size_truncate": False, "max_label_names_per_series": 15,
-            "max_label_name_length": 1024, "max_label_value_length": 2048, "reject_old_samples": False,
-            "reject_old_samples_max_age": 7 * 86400 * 10**9, "creation_grace_period": 600 * 10**9,
-            "allow_structured_metadata": True, "max_structured_metadata_size": 64 * 1024,
-            "max_structured_metadata_entries_count": 128, "ingestion_rate_mb": 4.0, "ingestion_burst_size_mb": 6.0,
-            "block_ingestion_until": None, "block_ingestion_status_code": 260, "discover_log_levels": True,
-            "log_level_fields": list(DEFAULT_LOG_LEVEL_FIELDS), "log_level_from_json_max_depth": 2}
+    base = {
+        "max_line_size": 256 * 1024,
+        "max_line_size_truncate": False,
+        "max_label_names_per_series": 15,
+        "max_label_name_length": 1024,
+        "max_label_value_length": 2048,
+        "reject_old_samples": False,
+        "reject_old_samples_max_age": 7 * 86400 * 10**9,
+        "creation_grace_period": 600 * 10**9,
+        "allow_structured_metadata": True,
+        "max_structured_metadata_size": 64 * 1024,
+        "max_structured_metadata_entries_count": 128,
+        "ingestion_rate_mb": 4.0,
+        "ingestion_burst_size_mb": 6.0,
+        "block_ingestion_until": None,
+        "block_ingestion_status_code": 260,
+        "discover_log_levels": True,
+        "log_level_fields": list(DEFAULT_LOG_LEVEL_FIELDS),
+        "log_level_from_json_max_depth": 2,
+    }
     base.update(overrides)
     return SimpleNamespace(**base)
 
@@ -214,8 +258,12 @@ def test_distributor_adds_detected_level_when_enabled(discover):
     ring = Ring()
     ring.register("i0", "i0", node="n0")
     pusher = _Pusher()
-    dist = Distributor(ring=lambda: ring, pusher=pusher, limits_for=lambda t: _limits(discover_log_levels=discover),
-                       replication_factor=1)
+    dist = Distributor(
+        ring=lambda: ring,
+        pusher=pusher,
+        limits_for=lambda t: _limits(discover_log_levels=discover),
+        replication_factor=1,
+    )
     now = time.time_ns()
     dist.push("t", [PushStream(Labels.from_dict({"app": "a"}), [Entry(now, "level=error boom"), Entry(now + 1, "ok")])])
     (stream,) = pusher.received

@@ -1,4 +1,5 @@
 """IngesterPool.push_many answers at quorum and leaves slower replicas to the background (Ray stubbed)."""
+
 from __future__ import annotations
 
 import time

@@ -1,4 +1,5 @@
 """QuorumTracker: a push is acknowledged once every stream has RF/2+1 replicas, failed once one cannot."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -48,8 +49,7 @@ def _limits(strategy):
 
 def test_global_strategy_divides_the_tenant_rate_over_distributors():
     replicas = [4]
-    dist = Distributor(ring=Ring, pusher=None, limits_for=None, replication_factor=1,
-                       distributors=lambda: replicas[0])
+    dist = Distributor(ring=Ring, pusher=None, limits_for=None, replication_factor=1, distributors=lambda: replicas[0])
     assert dist.ingestion_rate(_limits("global")) == 1 << 20
     assert dist.ingestion_rate(_limits("local")) == 4 << 20
     replicas[0] = 0  # not known yet: the whole limit

@@ -1,4 +1,5 @@
 """Push validation: the reference's per-stream and per-entry checks, partial acceptance, messages."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -75,14 +76,11 @@ def test_too_many_label_names_not_counting_service_name():
     labels = {f"l{i}": "v" for i in range(3)}
     assert not run(stream({**labels, "service_name": "s"}, entry()), max_label_names_per_series=3).errors
     report = run(stream({**labels, "l3": "v"}, entry()), max_label_names_per_series=3)
-    assert report.errors == [
-        """entry for stream '{l0="v", l1="v", l2="v", l3="v"}' has 4 label names; limit 3"""
-    ]
+    assert report.errors == ["""entry for stream '{l0="v", l1="v", l2="v", l3="v"}' has 4 label names; limit 3"""]
 
 
 def test_label_name_and_value_length_in_bytes():
-    assert run(stream({"abcd": "é" * 2}, entry()), max_label_name_length=4,
-               max_label_value_length=4).errors == []
+    assert run(stream({"abcd": "é" * 2}, entry()), max_label_name_length=4, max_label_value_length=4).errors == []
     report = run(stream({"abcde": "x"}, entry()), max_label_name_length=4)
     assert report.errors == ["""stream '{abcde="x"}' has label name too long: 'abcde'"""]
     report = run(stream({"a": "ééé"}, entry()), max_label_value_length=5)
@@ -97,8 +95,10 @@ def test_timestamp_too_old_and_too_new():
     report = run(stream({"app": "a"}, entry("old", old), *edge_ok, entry("new", new)))
     assert [e.line for e in report.accepted[0].entries] == ["old edge", "new edge"]
     assert report.errors == [
-        ("entry for stream '{app=\"a\"}' has timestamp too old: 2026-10-25T00:59:59Z, "
-         "oldest acceptable timestamp is: 2026-10-25T01:00:00Z"),
+        (
+            "entry for stream '{app=\"a\"}' has timestamp too old: 2026-10-25T00:59:59Z, "
+            "oldest acceptable timestamp is: 2026-10-25T01:00:00Z"
+        ),
         "entry for stream '{app=\"a\"}' has timestamp too new: 2026-11-01T01:10:00Z",
     ]
     assert report.message().startswith("1 errors like: entry for stream")
@@ -118,8 +118,9 @@ def test_line_too_long_counts_bytes():
 
 
 def test_truncation_instead_of_rejection():
-    report = run(stream({"app": "a"}, entry("abcdef"), entry("aéé"), entry("ok")),
-                 max_line_size=4, max_line_size_truncate=True)
+    report = run(
+        stream({"app": "a"}, entry("abcdef"), entry("aéé"), entry("ok")), max_line_size=4, max_line_size_truncate=True
+    )
     assert report.errors == []
     # Cut at 4 bytes, never inside a multi-byte character.
     assert [e.line for e in report.accepted[0].entries] == ["abcd", "aé", "ok"]
@@ -138,11 +139,13 @@ def test_structured_metadata_limits():
         "stream '{app=\"a\"}' has structured metadata too large: '11' bytes, limit: '10' bytes."
     )
     report = run(stream({"app": "a"}, entry(a="1", b="2")), max_structured_metadata_entries_count=1)
-    assert report.errors[0].startswith(
-        "stream '{app=\"a\"}' has too many structured metadata labels: '2', limit: '1'."
+    assert report.errors[0].startswith("stream '{app=\"a\"}' has too many structured metadata labels: '2', limit: '1'.")
+    assert (
+        run(
+            stream({"app": "a"}, with_meta), max_structured_metadata_size=0, max_structured_metadata_entries_count=0
+        ).errors
+        == []
     )
-    assert run(stream({"app": "a"}, with_meta), max_structured_metadata_size=0,
-               max_structured_metadata_entries_count=0).errors == []
 
 
 def test_metadata_names_are_normalized():
@@ -158,7 +161,8 @@ def test_partial_acceptance_reports_everything():
         max_line_size=5,
     )
     assert [(s.labels.get("app"), [e.line for e in s.entries]) for s in report.accepted] == [
-        ("good", ["a", "b"]), ("other", ["c"]),
+        ("good", ["a", "b"]),
+        ("other", ["c"]),
     ]
     assert report.rejected_entries == 2
     assert report.rejected_bytes == len("toolong!") + len("lost")

@@ -20,6 +20,7 @@ queriers of several nodes, and three actor paths of one tenant run big queries a
 the fair shares per node; then one client queries lightly while the pool shrinks back and the
 autoscaler removes the idle read nodes, and every one of its queries must succeed.
 """
+
 from __future__ import annotations
 
 import json
@@ -63,9 +64,12 @@ def node_types() -> dict:
     types = {}
     for name, cpus in NODE_CPUS.items():
         resources = {k: v for k, v in spec[name]["resources"].items() if k != "CPU"}
-        types[name] = {"resources": {**resources, "CPU": cpus, "object_store_memory": 80 * MB},
-                       "node_config": {}, "min_workers": spec[name]["min_workers"],
-                       "max_workers": READ_MAX_WORKERS if name == "svclog.read" else spec[name]["min_workers"]}
+        types[name] = {
+            "resources": {**resources, "CPU": cpus, "object_store_memory": 80 * MB},
+            "node_config": {},
+            "min_workers": spec[name]["min_workers"],
+            "max_workers": READ_MAX_WORKERS if name == "svclog.read" else spec[name]["min_workers"],
+        }
     return types
 
 
@@ -74,15 +78,33 @@ def autoscaler_config(gcs_address: str) -> dict:
     types = node_types()
     types["ray.head.default"] = {"resources": dict(HEAD), "node_config": {}, "max_workers": 0}
     return {
-        "cluster_name": "svclog-autoscaling", "max_workers": 8, "upscaling_speed": 1.0,
+        "cluster_name": "svclog-autoscaling",
+        "max_workers": 8,
+        "upscaling_speed": 1.0,
         "idle_timeout_minutes": 0.1,  # 6 s: an idle read node goes soon after its queriers
-        "provider": {"type": "fake_multinode", "use_node_id_as_ip": True, "disable_node_updaters": True,
-                     "disable_launch_config_check": True, "launch_multiple": True, "gcs_address": gcs_address},
-        "available_node_types": types, "head_node_type": "ray.head.default", "auth": {}, "docker": {},
-        "initialization_commands": [], "setup_commands": [], "head_setup_commands": [],
-        "worker_setup_commands": [], "head_start_ray_commands": [], "worker_start_ray_commands": [],
-        "file_mounts": {}, "cluster_synced_files": [], "file_mounts_sync_continuously": False,
-        "rsync_exclude": [], "rsync_filter": [],
+        "provider": {
+            "type": "fake_multinode",
+            "use_node_id_as_ip": True,
+            "disable_node_updaters": True,
+            "disable_launch_config_check": True,
+            "launch_multiple": True,
+            "gcs_address": gcs_address,
+        },
+        "available_node_types": types,
+        "head_node_type": "ray.head.default",
+        "auth": {},
+        "docker": {},
+        "initialization_commands": [],
+        "setup_commands": [],
+        "head_setup_commands": [],
+        "worker_setup_commands": [],
+        "head_start_ray_commands": [],
+        "worker_start_ray_commands": [],
+        "file_mounts": {},
+        "cluster_synced_files": [],
+        "file_mounts_sync_continuously": False,
+        "rsync_exclude": [],
+        "rsync_filter": [],
     }
 
 
@@ -99,10 +121,20 @@ def start_cluster(work: Path):
     # read by the monitor the head starts (the fake provider refuses to run without it) and its nodes
     os.environ.update(RAY_FAKE_CLUSTER="1", AUTOSCALER_UPDATE_INTERVAL_S="1")
     head = {k: v for k, v in HEAD.items() if k != "CPU"}
-    return start_node(lambda: Cluster(initialize_head=True, head_node_args={
-        **agent_ports(), "num_cpus": HEAD["CPU"], "resources": head, "gcs_server_port": gcs_port,
-        "include_dashboard": False,
-        "autoscaling_config": str(config), "env_vars": {"RAY_OVERRIDE_NODE_ID_FOR_TESTING": FAKE_HEAD_NODE_ID}}))
+    return start_node(
+        lambda: Cluster(
+            initialize_head=True,
+            head_node_args={
+                **agent_ports(),
+                "num_cpus": HEAD["CPU"],
+                "resources": head,
+                "gcs_server_port": gcs_port,
+                "include_dashboard": False,
+                "autoscaling_config": str(config),
+                "env_vars": {"RAY_OVERRIDE_NODE_ID_FOR_TESTING": FAKE_HEAD_NODE_ID},
+            },
+        )
+    )
 
 
 def alive_nodes(kind: str) -> list[str]:
@@ -134,8 +166,10 @@ def push_data(url: str) -> int:
         for hour in range(12):
             streams = []
             for part in range(STREAMS):
-                values = [[str(BASE + hour * HOUR + i * 20 * 10**9 + part), f"req={i * STREAMS + part} status=200 x"]
-                          for i in range(180)]
+                values = [
+                    [str(BASE + hour * HOUR + i * 20 * 10**9 + part), f"req={i * STREAMS + part} status=200 x"]
+                    for i in range(180)
+                ]
                 streams.append({"stream": {"app": "auto", "part": str(part)}, "values": values})
                 total += len(values)
             resp = client.post(url + "/svc/api/v1/push", json={"streams": streams}, headers={"X-Scope-OrgID": "auto"})
@@ -162,8 +196,9 @@ class Load:
         with httpx.Client(timeout=120) as client:
             while not self._stop.is_set():
                 try:
-                    resp = client.get(self.url + "/svc/api/v1/query_range", params=params,
-                                      headers={"X-Scope-OrgID": self.tenant})
+                    resp = client.get(
+                        self.url + "/svc/api/v1/query_range", params=params, headers={"X-Scope-OrgID": self.tenant}
+                    )
                     good, why = resp.status_code == 200, f"{resp.status_code} {resp.text[:200]}"
                 except httpx.HTTPError as err:
                     good, why = False, repr(err)
@@ -201,10 +236,18 @@ class Timeline:
         qps = (ok - last_ok) / max(1e-3, now - last_at) if load is not None and load is last_load else 0.0
         self._last = (load, now, ok)
         pool = ray.get(scheduler.querier_pool.remote(), timeout=30) or {}
-        row = {"t": round(now - self.began, 1), "phase": phase, "queriers": len(querier_nodes()),
-               "pool": pool.get("base", 0) + len(pool.get("extras", [])), "draining": len(pool.get("draining", [])),
-               "read_nodes": len(alive_nodes("svclog_read")), "load": round(pool.get("load", 0.0), 1),
-               "qps": round(qps, 2), "ok": ok, "errors": failed}
+        row = {
+            "t": round(now - self.began, 1),
+            "phase": phase,
+            "queriers": len(querier_nodes()),
+            "pool": pool.get("base", 0) + len(pool.get("extras", [])),
+            "draining": len(pool.get("draining", [])),
+            "read_nodes": len(alive_nodes("svclog_read")),
+            "load": round(pool.get("load", 0.0), 1),
+            "qps": round(qps, 2),
+            "ok": ok,
+            "errors": failed,
+        }
         self.rows.append(row)
         print("TIMELINE " + json.dumps(row), flush=True)
         return row
@@ -229,8 +272,10 @@ def spread_and_fairness(url: str, scheduler) -> dict:
     # three actor paths of one tenant, one big query each, all at once; sizes differ (24/12/18 splits)
     paths = {"team-a": 12, "team-b": 6, "team-c": 9}
     codes: dict[str, int] = {}
-    threads = [threading.Thread(target=lambda p=p, h=h: codes.__setitem__(p, one_query(url, "fair", h, p)))
-               for p, h in paths.items()]
+    threads = [
+        threading.Thread(target=lambda p=p, h=h: codes.__setitem__(p, one_query(url, "fair", h, p)))
+        for p, h in paths.items()
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -241,12 +286,18 @@ def spread_and_fairness(url: str, scheduler) -> dict:
     per_node: dict[str, dict[str, float]] = {}
     for node in sorted({nodes.get(d.querier, "?") for d in fair}):
         mine = [d for d in fair if nodes.get(d.querier, "?") == node]
-        per_node[short(node)] = {p: round(c / len(mine), 3)
-                                 for p, c in sorted(Counter(d.path[0] for d in mine).items())}
+        per_node[short(node)] = {
+            p: round(c / len(mine), 3) for p, c in sorted(Counter(d.path[0] for d in mine).items())
+        }
         per_node[short(node)]["n"] = len(mine)
-    return {"spread_subqueries": len(spread), "spread_nodes": {short(k): v for k, v in spread_nodes.items()},
-            "fair_codes": codes, "fair_contended": len(fair), "fair_shares": {p: round(s, 3) for p, s in shares.items()},
-            "fair_shares_per_node": per_node}
+    return {
+        "spread_subqueries": len(spread),
+        "spread_nodes": {short(k): v for k, v in spread_nodes.items()},
+        "fair_codes": codes,
+        "fair_contended": len(fair),
+        "fair_shares": {p: round(s, 3) for p, s in shares.items()},
+        "fair_shares_per_node": per_node,
+    }
 
 
 def wait_for(predicate, timeout: float, every: float, on_tick) -> bool:
@@ -273,20 +324,40 @@ def run(work: Path) -> dict:
     began = time.time()
     cluster = start_cluster(work)
     ray.init(address=cluster.address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False)
-    wait_for(lambda: len(alive_nodes("svclog_write")) == 3 and alive_nodes("svclog_read") and alive_nodes("svclog_backend"),
-             240, 1, lambda: None)
+    wait_for(
+        lambda: len(alive_nodes("svclog_write")) == 3 and alive_nodes("svclog_read") and alive_nodes("svclog_backend"),
+        240,
+        1,
+        lambda: None,
+    )
     nodes_up = time.time()
     port = free_port()
-    serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port},
-                logging_config={"log_level": "WARNING", "enable_access_log": False})
-    cfg = load_config(None, [
-        f"-common.path-prefix={work / 'data'}", f"-server.http-listen-port={port}", f"-ray.address={cluster.address}",
-        "-common.replication-factor=3", "-ray.num-ingesters=3", "-ray.ingester-num-cpus=1",
-        "-ray.num-queriers=2", "-ray.querier-num-cpus=1", "-ray.max-queriers=6",
-        "-ray.querier-scale-up-delay=2s", "-ray.querier-scale-down-delay=8s", "-querier.max-concurrent=2",
-        "-querier.split-queries-by-interval=30m", "-limits.reject-old-samples=false",
-        "-ingester.flush-check-period=1s", "-ray.serve-haproxy=false",
-    ])
+    serve.start(
+        proxy_location="HeadOnly",
+        http_options={"host": "127.0.0.1", "port": port},
+        logging_config={"log_level": "WARNING", "enable_access_log": False},
+    )
+    cfg = load_config(
+        None,
+        [
+            f"-common.path-prefix={work / 'data'}",
+            f"-server.http-listen-port={port}",
+            f"-ray.address={cluster.address}",
+            "-common.replication-factor=3",
+            "-ray.num-ingesters=3",
+            "-ray.ingester-num-cpus=1",
+            "-ray.num-queriers=2",
+            "-ray.querier-num-cpus=1",
+            "-ray.max-queriers=6",
+            "-ray.querier-scale-up-delay=2s",
+            "-ray.querier-scale-down-delay=8s",
+            "-querier.max-concurrent=2",
+            "-querier.split-queries-by-interval=30m",
+            "-limits.reject-old-samples=false",
+            "-ingester.flush-check-period=1s",
+            "-ray.serve-haproxy=false",
+        ],
+    )
     handles = topology.start(cfg)
     url = f"http://127.0.0.1:{port}"
     wait_ready(url, time.time() + 120)
@@ -294,21 +365,30 @@ def run(work: Path) -> dict:
     scheduler = named_actor(SCHEDULER_NAME)
     ring = Ring.from_snapshot(ray.get(named_actor(RING_NAME).snapshot.remote(), timeout=30))
     write_before = {m.id: m.node for m in ring.members.values()}
-    ingester_pids = {name: ray.get(ray.get_actor(name, namespace=NAMESPACE).pid.remote(), timeout=30)
-                     for name in write_before}
+    ingester_pids = {
+        name: ray.get(ray.get_actor(name, namespace=NAMESPACE).pid.remote(), timeout=30) for name in write_before
+    }
     lines = push_data(url)
 
     timeline = Timeline(started)
     timeline.sample("idle", None, scheduler)
     heavy = Load(url, clients=6, hours=6, pause=0.0)
-    grown = wait_for(lambda: timeline.rows[-1]["queriers"] >= 6 and timeline.rows[-1]["read_nodes"] >= 3, 150, 2,
-                     lambda: timeline.sample("load", heavy, scheduler))
+    grown = wait_for(
+        lambda: timeline.rows[-1]["queriers"] >= 6 and timeline.rows[-1]["read_nodes"] >= 3,
+        150,
+        2,
+        lambda: timeline.sample("load", heavy, scheduler),
+    )
     measured = spread_and_fairness(url, scheduler)
     timeline.sample("load", heavy, scheduler)
     heavy.stop()
     light = Load(url, clients=1, hours=1, pause=0.5)
-    shrunk = wait_for(lambda: timeline.rows[-1]["queriers"] == 2 and timeline.rows[-1]["read_nodes"] == 1, 150, 2,
-                      lambda: timeline.sample("light", light, scheduler))
+    shrunk = wait_for(
+        lambda: timeline.rows[-1]["queriers"] == 2 and timeline.rows[-1]["read_nodes"] == 1,
+        150,
+        2,
+        lambda: timeline.sample("light", light, scheduler),
+    )
     for _ in range(2):
         time.sleep(2)
         timeline.sample("light", light, scheduler)
@@ -316,24 +396,35 @@ def run(work: Path) -> dict:
 
     ring = Ring.from_snapshot(ray.get(named_actor(RING_NAME).snapshot.remote(), timeout=30))
     write_after = {m.id: m.node for m in ring.members.values()}
-    pids_after = {name: ray.get(ray.get_actor(name, namespace=NAMESPACE).pid.remote(), timeout=30)
-                  for name in ingester_pids}
+    pids_after = {
+        name: ray.get(ray.get_actor(name, namespace=NAMESPACE).pid.remote(), timeout=30) for name in ingester_pids
+    }
     pool = ray.get(scheduler.querier_pool.remote(), timeout=30)
     result = {
-        "grown": grown, "shrunk": shrunk, "lines": lines,
+        "grown": grown,
+        "shrunk": shrunk,
+        "lines": lines,
         "max_queriers_seen": max(r["queriers"] for r in timeline.rows),
         "max_read_nodes_seen": max(r["read_nodes"] for r in timeline.rows),
-        "final": timeline.rows[-1], "heavy_ok": heavy.ok, "heavy_failed": heavy.failed,
-        "light_ok": light.ok, "light_failed": light.failed, "light_errors": light.errors[:5],
+        "final": timeline.rows[-1],
+        "heavy_ok": heavy.ok,
+        "heavy_failed": heavy.failed,
+        "light_ok": light.ok,
+        "light_failed": light.failed,
+        "light_errors": light.errors[:5],
         "heavy_errors": heavy.errors[:5],
-        "write_nodes_before": sorted(set(write_before.values())), "write_nodes_after": sorted(set(write_after.values())),
-        "write_members_before": sorted(write_before), "write_members_after": sorted(write_after),
+        "write_nodes_before": sorted(set(write_before.values())),
+        "write_nodes_after": sorted(set(write_after.values())),
+        "write_members_before": sorted(write_before),
+        "write_members_after": sorted(write_after),
         "ingester_restarts": sum(1 for n in ingester_pids if ingester_pids[n] != pids_after[n]),
         "write_node_ids": alive_nodes("svclog_write"),
         "scaling_events": [{**e, "at": round(e["at"] - started, 1)} for e in (pool or {}).get("events", [])],
         **measured,
-        "cluster_up_s": round(nodes_up - began, 1), "startup_s": round(started - began, 1),
-        "total_s": round(time.time() - began, 1), "timeline": timeline.rows,
+        "cluster_up_s": round(nodes_up - began, 1),
+        "startup_s": round(started - began, 1),
+        "total_s": round(time.time() - began, 1),
+        "timeline": timeline.rows,
     }
     topology.stop(handles, cfg, timeout_s=20)
     serve.shutdown()

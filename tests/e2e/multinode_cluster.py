@@ -20,6 +20,7 @@ Before the loss, three actor paths of one tenant run a long query each at once (
 sub-queries): the scheduler's hand-outs to each node's querier, while all three had work queued,
 must split a third each per node (its turns are kept per node).
 """
+
 from __future__ import annotations
 
 import json
@@ -93,8 +94,11 @@ def agent_ports() -> dict:
     """Fixed ports for a node's agents: with none given, its raylet waits a fixed ~30 s for the agents
     to write theirs to a file and aborts past it, which a loaded 2-core machine can exceed (the
     agents spend that long importing); with a port given it only connects, retrying."""
-    return {"metrics_agent_port": free_port(), "runtime_env_agent_port": free_port(),
-            "dashboard_agent_listen_port": free_port()}
+    return {
+        "metrics_agent_port": free_port(),
+        "runtime_env_agent_port": free_port(),
+        "dashboard_agent_listen_port": free_port(),
+    }
 
 
 def start_node(start, attempts: int = 3):
@@ -147,9 +151,20 @@ def run_cluster_script(script: Path, timeout_s: float) -> tuple[int, str, str]:
     repo = script.parents[2]
     ray_tmp = tempfile.mkdtemp(prefix="svmn", dir="/tmp")  # short: Ray's socket paths have a length limit
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    env.update(RAY_TMPDIR=ray_tmp, SVCLOG_TEST_RAY_TMPDIR=ray_tmp, PYTHONPATH=os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")])))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env, cwd=repo, start_new_session=True)
+    env.update(
+        RAY_TMPDIR=ray_tmp,
+        SVCLOG_TEST_RAY_TMPDIR=ray_tmp,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")])),
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=repo,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -168,8 +183,11 @@ def _push(client: httpx.Client, url: str, first: int, count: int) -> bool:
         values.setdefault(seq % STREAMS, []).append([str(BASE + seq), f"entry {seq}"])
     body = {"streams": [{"stream": {"app": "multinode", "part": str(p)}, "values": v} for p, v in values.items()]}
     try:
-        resp = client.post(url + "/svc/api/v1/push", content=json.dumps(body),
-                           headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"})
+        resp = client.post(
+            url + "/svc/api/v1/push",
+            content=json.dumps(body),
+            headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"},
+        )
     except httpx.HTTPError:
         return False
     return resp.status_code == 204
@@ -213,13 +231,19 @@ def _entries(data: dict) -> set[int]:
 
 def _found(url: str, deadline: float) -> set[int]:
     """Every entry the HTTP query path returns (retried while Serve replicas recover)."""
-    params = {"query": '{app="multinode"}', "start": str(BASE), "end": str(BASE + 10**12),
-              "limit": "100000", "direction": "forward"}
+    params = {
+        "query": '{app="multinode"}',
+        "start": str(BASE),
+        "end": str(BASE + 10**12),
+        "limit": "100000",
+        "direction": "forward",
+    }
     last = ""
     while time.time() < deadline:
         try:
-            resp = httpx.get(url + "/svc/api/v1/query_range", params=params, timeout=60,
-                             headers={"X-Scope-OrgID": TENANT})
+            resp = httpx.get(
+                url + "/svc/api/v1/query_range", params=params, timeout=60, headers={"X-Scope-OrgID": TENANT}
+            )
             if resp.status_code == 200:
                 return _entries(resp.json()["data"])
             last = f"{resp.status_code} {resp.text[:200]}"
@@ -238,8 +262,11 @@ def _per_querier(num_queriers: int) -> dict[str, tuple[str, set[int]]]:
 
     request = RangeRequest('{app="multinode"}', BASE, BASE + 10**12, 10**9, None, 100000, "forward")
     out = {}
-    actors = {a["Name"]: a["Address"]["NodeID"] for a in ray._private.state.actors().values()
-              if a.get("State") == "ALIVE" and a.get("Name", "").startswith("querier-")}
+    actors = {
+        a["Name"]: a["Address"]["NodeID"]
+        for a in ray._private.state.actors().values()
+        if a.get("State") == "ALIVE" and a.get("Name", "").startswith("querier-")
+    }
     for i in range(num_queriers):
         name = querier_name(i)
         data = ray.get(ray.get_actor(name, namespace=NAMESPACE).query.remote([TENANT], request), timeout=120)
@@ -265,10 +292,18 @@ FAIR_HOURS = 96  # one sub-query per hour (split_queries_by_interval): 288 hand-
 
 
 def _fair_query(url: str, path: str, codes: dict) -> None:
-    params = {"query": 'sum(count_over_time({app="multinode"}[5m]))', "start": str(BASE - (FAIR_HOURS - 1) * 3600 * 10**9),
-              "end": str(BASE + 3600 * 10**9), "step": "300"}
-    resp = httpx.get(url + "/svc/api/v1/query_range", params=params, timeout=180,
-                     headers={"X-Scope-OrgID": "fair", "X-Svc-Actor-Path": path})
+    params = {
+        "query": 'sum(count_over_time({app="multinode"}[5m]))',
+        "start": str(BASE - (FAIR_HOURS - 1) * 3600 * 10**9),
+        "end": str(BASE + 3600 * 10**9),
+        "step": "300",
+    }
+    resp = httpx.get(
+        url + "/svc/api/v1/query_range",
+        params=params,
+        timeout=180,
+        headers={"X-Scope-OrgID": "fair", "X-Svc-Actor-Path": path},
+    )
     codes[path] = resp.status_code
 
 
@@ -285,8 +320,11 @@ def _fair_shares_per_node(url: str) -> dict:
         thread.start()
     for thread in threads:
         thread.join(timeout=200)
-    node_of = {a["Name"]: a["Address"]["NodeID"] for a in ray._private.state.actors().values()
-               if a.get("State") == "ALIVE" and a.get("Name", "").startswith("querier-")}
+    node_of = {
+        a["Name"]: a["Address"]["NodeID"]
+        for a in ray._private.state.actors().values()
+        if a.get("State") == "ALIVE" and a.get("Name", "").startswith("querier-")
+    }
     dispatches = ray.get(named_actor(SCHEDULER_NAME).dispatches.remote("fair"), timeout=60)
     contended = [d for d in dispatches if d.contenders == len(FAIR_PATHS)]
     per_node: dict[str, dict] = {}
@@ -294,9 +332,13 @@ def _fair_shares_per_node(url: str) -> dict:
         entry = per_node.setdefault(node_of.get(d.querier, "?")[:8], {"n": 0, **{p: 0 for p in FAIR_PATHS}})
         entry["n"] += 1
         entry[d.path[0]] += 1
-    return {"fair_codes": codes, "fair_dispatches": len(dispatches), "fair_contended": len(contended),
-            "fair_per_node": per_node,
-            "fair_groups_are_nodes": all(d.group == node_of.get(d.querier) for d in dispatches)}
+    return {
+        "fair_codes": codes,
+        "fair_dispatches": len(dispatches),
+        "fair_contended": len(contended),
+        "fair_per_node": per_node,
+        "fair_groups_are_nodes": all(d.group == node_of.get(d.querier) for d in dispatches),
+    }
 
 
 def _replica_node_spread(ring, rf: int, samples: int = 2000) -> set[int]:
@@ -342,24 +384,37 @@ def run(work: Path) -> dict:
         cluster = start_node(lambda: Cluster(initialize_head=True, head_node_args=head_args))
     finally:
         os.chdir(here)
-    workers = [_add_node(cluster, node_dirs[i], **agent_ports(), num_cpus=2, resources={"svclog_read": 1})
-               for i in (1, 2)]
+    workers = [
+        _add_node(cluster, node_dirs[i], **agent_ports(), num_cpus=2, resources={"svclog_read": 1}) for i in (1, 2)
+    ]
     cluster.wait_for_nodes()
     dir_of = {cluster.head_node.node_id: node_dirs[0], **{w.node_id: node_dirs[i + 1] for i, w in enumerate(workers)}}
     nodes_up = time.time()
     ray.init(address=cluster.address, namespace=NAMESPACE, log_to_driver=False, configure_logging=False)
     port = free_port()
     # All three nodes share one IP here: only the head may bind the HTTP port.
-    serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port},
-                logging_config={"log_level": "WARNING", "enable_access_log": False})
+    serve.start(
+        proxy_location="HeadOnly",
+        http_options={"host": "127.0.0.1", "port": port},
+        logging_config={"log_level": "WARNING", "enable_access_log": False},
+    )
     config = work / "s3.yaml"
     config.write_text(S3_CONFIG.format(path_prefix=PATH_PREFIX))
-    cfg = load_config(None, [
-        f"-config.file={config}", "-config.expand-env=true", f"-server.http-listen-port={port}",
-        "-ray.num-ingesters=3", "-ray.num-queriers=3", "-querier.query-ingesters-within=1h",
-        "-limits.reject-old-samples=false", "-limits.max-entries-limit-per-query=100000",
-        "-ingester.flush-check-period=1s", "-ray.serve-haproxy=false",
-    ])
+    cfg = load_config(
+        None,
+        [
+            f"-config.file={config}",
+            "-config.expand-env=true",
+            f"-server.http-listen-port={port}",
+            "-ray.num-ingesters=3",
+            "-ray.num-queriers=3",
+            "-querier.query-ingesters-within=1h",
+            "-limits.reject-old-samples=false",
+            "-limits.max-entries-limit-per-query=100000",
+            "-ingester.flush-check-period=1s",
+            "-ray.serve-haproxy=false",
+        ],
+    )
     handles = topology.start(cfg)
     url = f"http://127.0.0.1:{port}"
     wait_ready(url, time.time() + 120)
@@ -400,19 +455,30 @@ def run(work: Path) -> dict:
     alive = sum(1 for n in ray.nodes() if n["Alive"])
     flushed_before = set(acked_before_flush)
     result = {
-        "nodes": 3, "alive_nodes_after_kill": alive, "ingester_nodes": len(set(ingester_nodes.values())),
-        "replication_set_node_counts": sorted(spread), "killed_ingester": victim_id,
+        "nodes": 3,
+        "alive_nodes_after_kill": alive,
+        "ingester_nodes": len(set(ingester_nodes.values())),
+        "replication_set_node_counts": sorted(spread),
+        "killed_ingester": victim_id,
         "wal_dirs_per_node": {node[:8]: names for node, names in wals.items()},
-        "queriers_before": {q: [node[:8], len(got & flushed_before), len(flushed_before - got)]
-                            for q, (node, got) in before.items()},
+        "queriers_before": {
+            q: [node[:8], len(got & flushed_before), len(flushed_before - got)] for q, (node, got) in before.items()
+        },
         "querier_nodes_before": len({node for node, _ in before.values()}),
-        "acked": len(acked), "acked_during_kill_window": len(acked) - acked_at_kill, "refused_pushes": writer.refused,
-        "found": len(found), "acked_found": len(set(acked) & found), "lost": len(set(acked) - found),
+        "acked": len(acked),
+        "acked_during_kill_window": len(acked) - acked_at_kill,
+        "refused_pushes": writer.refused,
+        "found": len(found),
+        "acked_found": len(set(acked) & found),
+        "lost": len(set(acked) - found),
         "queriers_after": {q: [node[:8], len(set(acked) - got)] for q, (node, got) in after.items()},
         "victim_replayed_records": victim_stats["replayed_records"],
-        "bucket_objects": _objects(s3), **fairness,
-        "cluster_up_s": round(nodes_up - began, 1), "startup_s": round(started - began, 1),
-        "kill_to_read_s": round(after_kill - killed, 1), "total_s": round(time.time() - began, 1),
+        "bucket_objects": _objects(s3),
+        **fairness,
+        "cluster_up_s": round(nodes_up - began, 1),
+        "startup_s": round(started - began, 1),
+        "kill_to_read_s": round(after_kill - killed, 1),
+        "total_s": round(time.time() - began, 1),
     }
     topology.stop(handles, cfg, timeout_s=20)
     serve.shutdown()
@@ -434,8 +500,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="svclog-multinode-") as work:
         result = run(Path(work))
     print("RESULT " + json.dumps(result), flush=True)
-    ok = (result["ingester_nodes"] == 3 and result["replication_set_node_counts"] == [3]
-          and result["acked"] > 0 and result["lost"] == 0)
+    ok = (
+        result["ingester_nodes"] == 3
+        and result["replication_set_node_counts"] == [3]
+        and result["acked"] > 0
+        and result["lost"] == 0
+    )
     return 0 if ok else 1
 
 

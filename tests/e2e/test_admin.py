@@ -1,5 +1,6 @@
 """Admin endpoints against the live topology. Shutdown paths run on extra ingester actors this
 module creates and removes itself; the shared ingesters only see terminate-free calls."""
+
 from __future__ import annotations
 
 import contextlib
@@ -47,8 +48,9 @@ def extra_ingester(svc, tmp_path):
     def make(name):
         lc = dataclasses.replace(svc.cfg.ingester.lifecycler, tokens_file_path=str(tmp_path / "tokens"))
         cfg = dataclasses.replace(svc.cfg, ingester=dataclasses.replace(svc.cfg.ingester, lifecycler=lc))
-        actor = RemoteIngester.options(name=name, namespace=NAMESPACE, num_cpus=0.01, max_restarts=0,
-                                       max_concurrency=4).remote(cfg, name)
+        actor = RemoteIngester.options(
+            name=name, namespace=NAMESPACE, num_cpus=0.01, max_restarts=0, max_concurrency=4
+        ).remote(cfg, name)
         ray.get(actor.ready.remote(), timeout=120)
         created.append((name, actor))
         return actor
@@ -67,8 +69,17 @@ def test_ready_and_services_report_every_component(svc):
     assert resp.status_code == 200 and resp.text == "ready\n"
     lines = httpx.get(svc.url + "/services", timeout=30).text.splitlines()
     states = dict(line.split(" => ") for line in lines)
-    for name in ("ring", "ingester-0", "ingester-1", "querier-0", "compactor", "ruler-0", "distributor",
-                 "query-frontend", "gateway"):
+    for name in (
+        "ring",
+        "ingester-0",
+        "ingester-1",
+        "querier-0",
+        "compactor",
+        "ruler-0",
+        "distributor",
+        "query-frontend",
+        "gateway",
+    ):
         assert states.get(name) == "Running", lines
 
 
@@ -108,8 +119,11 @@ def test_config_modes_and_yaml_media_type(svc):
 
 # members each page must list (the ruler's and compactor's: at least one, whatever their names); the
 # index gateway's ring is empty under `-target=all` (tests/e2e/test_index_gateway.py starts one)
-RING_MEMBERS = {"/distributor/ring": {"ingester-0", "ingester-1"}, "/ruler/ring": set(),
-                "/compactor/ring": {"compactor"}}
+RING_MEMBERS = {
+    "/distributor/ring": {"ingester-0", "ingester-1"},
+    "/ruler/ring": set(),
+    "/compactor/ring": {"compactor"},
+}
 
 
 def _member_rows(html: str) -> dict[str, tuple[str, str, str]]:
@@ -175,9 +189,17 @@ def _push_to(actor, tenant, app, n):
     from svclog.model import Labels, StreamColumns
 
     now = time.time_ns()
-    ray.get(actor.push.remote(tenant, [StreamColumns(Labels({"app": app}.items()),
-                                                     [now + i for i in range(n)], [f"{app} {i}" for i in range(n)],
-                                                     None)]), timeout=60)
+    ray.get(
+        actor.push.remote(
+            tenant,
+            [
+                StreamColumns(
+                    Labels({"app": app}.items()), [now + i for i in range(n)], [f"{app} {i}" for i in range(n)], None
+                )
+            ],
+        ),
+        timeout=60,
+    )
     return now
 
 
@@ -191,8 +213,11 @@ def test_shutdown_flushes_leaves_the_ring_deletes_tokens_then_terminates(svc, ex
     _push_to(actor, "admin-e2e", "x", 20)
     assert httpx.post(svc.url + "/ingester/prepare_shutdown", params={"ingester": name}).status_code == 204
 
-    resp = httpx.post(svc.url + "/ingester/shutdown", timeout=300, params={
-        "ingester": name, "flush": "true", "delete_ring_tokens": "true", "terminate": "false"})
+    resp = httpx.post(
+        svc.url + "/ingester/shutdown",
+        timeout=300,
+        params={"ingester": name, "flush": "true", "delete_ring_tokens": "true", "terminate": "false"},
+    )
     assert resp.status_code == 204, resp.text
     assert name not in _ring_ids() and not token_file.exists()
     stats = ray.get(actor.stats.remote(), timeout=30)
@@ -228,18 +253,24 @@ def test_sigterm_with_prepare_shutdown_leaves_the_ring_and_flushes(svc, extra_in
 
     assert _wait(dead, timeout=60)
     time.sleep(2.5)  # ring snapshots drop the member
-    resp = httpx.get(svc.url + "/svc/api/v1/query_range", timeout=60, headers={"X-Scope-OrgID": "admin-sig"},
-                     params={"query": '{app="sig"}', "start": str(start - 10**9), "end": str(start + 10**10),
-                             "limit": "1000"})
+    resp = httpx.get(
+        svc.url + "/svc/api/v1/query_range",
+        timeout=60,
+        headers={"X-Scope-OrgID": "admin-sig"},
+        params={"query": '{app="sig"}', "start": str(start - 10**9), "end": str(start + 10**10), "limit": "1000"},
+    )
     assert resp.status_code == 200, resp.text
     lines = [v[1] for s in resp.json()["data"]["result"] for v in s["values"]]
     assert len(lines) == 30  # flushed to the store before the process exited
 
 
 def _lines_of(svc, tenant, app, start):
-    resp = httpx.get(svc.url + "/svc/api/v1/query_range", timeout=60, headers={"X-Scope-OrgID": tenant},
-                     params={"query": f'{{app="{app}"}}', "start": str(start - 10**9), "end": str(start + 10**10),
-                             "limit": "1000"})
+    resp = httpx.get(
+        svc.url + "/svc/api/v1/query_range",
+        timeout=60,
+        headers={"X-Scope-OrgID": tenant},
+        params={"query": f'{{app="{app}"}}', "start": str(start - 10**9), "end": str(start + 10**10), "limit": "1000"},
+    )
     assert resp.status_code == 200, resp.text
     return [v[1] for s in resp.json()["data"]["result"] for v in s["values"]]
 

@@ -8,6 +8,7 @@ queries per second, errors) with `pytest -s`.
 
 Runs tests/e2e/autoscaling_cluster.py in a subprocess, as test_multinode.py does (its own Ray).
 """
+
 from __future__ import annotations
 
 import json

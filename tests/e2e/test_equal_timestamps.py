@@ -1,6 +1,7 @@
 """End to end: batches of entries sharing one timestamp, pushed over HTTP with a flush in
 between (part in chunks, part in ingesters), read back in push order (forward) and reversed
 (backward), whole and cut by a limit inside the tie run."""
+
 from __future__ import annotations
 
 import json
@@ -16,15 +17,28 @@ T = 1_793_500_000 * 10**9
 
 def _push(svc, labels: dict, lines: list[str], ts: int = T) -> None:
     body = {"streams": [{"stream": labels, "values": [[str(ts), line] for line in lines]}]}
-    resp = httpx.post(svc.url + "/loki/api/v1/push", content=json.dumps(body), timeout=30,
-                      headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"})
+    resp = httpx.post(
+        svc.url + "/loki/api/v1/push",
+        content=json.dumps(body),
+        timeout=30,
+        headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"},
+    )
     assert resp.status_code == 204, resp.text
 
 
 def _read(svc, query: str, direction: str, limit: int = 1000) -> list[str]:
-    resp = httpx.get(svc.url + "/loki/api/v1/query_range", headers={"X-Scope-OrgID": TENANT}, timeout=60,
-                     params={"query": query, "start": str(T - 10**9), "end": str(T + 10**9),
-                             "direction": direction, "limit": str(limit)})
+    resp = httpx.get(
+        svc.url + "/loki/api/v1/query_range",
+        headers={"X-Scope-OrgID": TENANT},
+        timeout=60,
+        params={
+            "query": query,
+            "start": str(T - 10**9),
+            "end": str(T + 10**9),
+            "direction": direction,
+            "limit": str(limit),
+        },
+    )
     assert resp.status_code == 200, resp.text
     return [v[1] for stream in resp.json()["data"]["result"] for v in stream["values"]]
 
@@ -48,6 +62,10 @@ def test_equal_timestamp_batches_come_back_in_push_order(svc):
     assert _read(svc, query, "backward") == pushed[::-1]
     assert _read(svc, query, "forward", limit=6) == pushed[:6]  # the cut falls inside the tie run
     assert _read(svc, query, "backward", limit=6) == pushed[::-1][:6]
-    count = httpx.get(svc.url + "/loki/api/v1/query", headers={"X-Scope-OrgID": TENANT}, timeout=60,
-                      params={"query": f"count_over_time({query}[5s])", "time": str(T + 10**9)}).json()
+    count = httpx.get(
+        svc.url + "/loki/api/v1/query",
+        headers={"X-Scope-OrgID": TENANT},
+        timeout=60,
+        params={"query": f"count_over_time({query}[5s])", "time": str(T + 10**9)},
+    ).json()
     assert [s["value"][1] for s in count["data"]["result"]] == [str(len(pushed))]

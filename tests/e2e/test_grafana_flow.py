@@ -1,5 +1,6 @@
 """End to end: the calls Grafana 11/12 (Explore, Logs Drilldown) and logcli 3.x make, in the order a
 user's session makes them, over real HTTP against the shared service."""
+
 from __future__ import annotations
 
 import json
@@ -20,16 +21,33 @@ def pushed(svc):
     run = uuid.uuid4().hex[:8]
     now = time.time_ns() - 60 * NS
     streams = [
-        {"stream": {"service_name": "checkout", "env": "prod", "run": run},
-         "values": [[str(now + i * NS), json.dumps({"level": "error" if i % 4 == 0 else "info", "latency_ms": 10 + i,
-                                                     "user": {"id": f"u{i % 3}"}}),
-                     {"trace_id": f"t{i:04d}"}] for i in range(40)]},
-        {"stream": {"service_name": "api", "env": "prod", "run": run},
-         "values": [[str(now + i * NS), f"level=info method=GET status={200 if i % 5 else 500} duration={i}ms"]
-                    for i in range(40)]},
+        {
+            "stream": {"service_name": "checkout", "env": "prod", "run": run},
+            "values": [
+                [
+                    str(now + i * NS),
+                    json.dumps(
+                        {"level": "error" if i % 4 == 0 else "info", "latency_ms": 10 + i, "user": {"id": f"u{i % 3}"}}
+                    ),
+                    {"trace_id": f"t{i:04d}"},
+                ]
+                for i in range(40)
+            ],
+        },
+        {
+            "stream": {"service_name": "api", "env": "prod", "run": run},
+            "values": [
+                [str(now + i * NS), f"level=info method=GET status={200 if i % 5 else 500} duration={i}ms"]
+                for i in range(40)
+            ],
+        },
     ]
-    resp = httpx.post(svc.url + "/loki/api/v1/push", content=json.dumps({"streams": streams}), timeout=30,
-                      headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"})
+    resp = httpx.post(
+        svc.url + "/loki/api/v1/push",
+        content=json.dumps({"streams": streams}),
+        timeout=30,
+        headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"},
+    )
     assert resp.status_code == 204, resp.text
     return {"run": run, "start": str(now - NS), "end": str(now + 60 * NS)}
 
@@ -51,29 +69,43 @@ def test_a_grafana_session(svc, pushed):
     # the logs volume histogram and Drilldown's service list
     histogram = _get(svc, "/loki/api/v1/index/volume_range", query=selector, step="60s", **window)
     assert histogram.status_code == 200 and histogram.json()["data"]["resultType"] == "matrix"
-    services = _get(svc, "/loki/api/v1/index/volume", query=selector, targetLabels="service_name",
-                    aggregateBy="series", **window)
+    services = _get(
+        svc, "/loki/api/v1/index/volume", query=selector, targetLabels="service_name", aggregateBy="series", **window
+    )
     assert {r["metric"].get("service_name") for r in services.json()["data"]["result"]} == {"checkout", "api"}
     # detected labels, fields and a field's values (bare objects, no envelope)
     labels = _get(svc, "/loki/api/v1/detected_labels", query=selector, **window).json()
     assert "service_name" in {item["label"] for item in labels["detectedLabels"]}
-    fields = _get(svc, "/loki/api/v1/detected_fields", query=f'{{service_name="checkout", run="{pushed["run"]}"}}',
-                  **window).json()
+    fields = _get(
+        svc, "/loki/api/v1/detected_fields", query=f'{{service_name="checkout", run="{pushed["run"]}"}}', **window
+    ).json()
     by_name = {f["label"]: f for f in fields["fields"]}
     assert by_name["latency_ms"]["type"] == "int" and by_name["latency_ms"]["parsers"] == ["json"]
     assert by_name["trace_id"]["parsers"] is None  # structured metadata
     assert by_name["user_id"]["jsonPath"] == ["user", "id"]
-    level_values = _get(svc, "/loki/api/v1/detected_field/level/values",
-                        query=f'{{service_name="checkout", run="{pushed["run"]}"}}', **window).json()
+    level_values = _get(
+        svc,
+        "/loki/api/v1/detected_field/level/values",
+        query=f'{{service_name="checkout", run="{pushed["run"]}"}}',
+        **window,
+    ).json()
     assert sorted(level_values["values"]) == ["error", "info"]
     # patterns of a service
     patterns = _get(svc, "/loki/api/v1/patterns", query=f'{{service_name="api", run="{pushed["run"]}"}}', **window)
     assert patterns.status_code == 200
     # a categorized log query, as Drilldown sends it, tagged for the query log
-    logs = _get(svc, "/loki/api/v1/query_range", query=f'{{service_name="checkout", run="{pushed["run"]}"}} | json',
-                limit="5", direction="backward", **window,
-                headers={"X-Loki-Response-Encoding-Flags": "categorize-labels",
-                         "X-Query-Tags": "Source=grafana-lokiexplore-app"})
+    logs = _get(
+        svc,
+        "/loki/api/v1/query_range",
+        query=f'{{service_name="checkout", run="{pushed["run"]}"}} | json',
+        limit="5",
+        direction="backward",
+        **window,
+        headers={
+            "X-Loki-Response-Encoding-Flags": "categorize-labels",
+            "X-Query-Tags": "Source=grafana-lokiexplore-app",
+        },
+    )
     data = logs.json()["data"]
     assert data["encodingFlags"] == ["categorize-labels"]
     entry = data["result"][0]["values"][0]
@@ -84,9 +116,17 @@ def test_a_grafana_session(svc, pushed):
 
 def test_logcli_detected_fields_call(svc, pushed):
     # logcli 3.x `detected-fields`: a GET with query, limits and the time range in nanoseconds
-    resp = _get(svc, "/loki/api/v1/detected_fields", query=f'{{service_name="api", run="{pushed["run"]}"}}',
-                limit="100", line_limit="1000", field_limit="1000", start=pushed["start"], end=pushed["end"],
-                step="10s")
+    resp = _get(
+        svc,
+        "/loki/api/v1/detected_fields",
+        query=f'{{service_name="api", run="{pushed["run"]}"}}',
+        limit="100",
+        line_limit="1000",
+        field_limit="1000",
+        start=pushed["start"],
+        end=pushed["end"],
+        step="10s",
+    )
     assert resp.status_code == 200, resp.text
     fields = {f["label"]: f for f in resp.json()["fields"]}
     assert fields["status"]["type"] == "int" and fields["status"]["parsers"] == ["logfmt"]

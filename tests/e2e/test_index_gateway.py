@@ -1,5 +1,6 @@
 """End to end: an index gateway joins the shared (`-target=all`) service, whose queriers then send their
 index lookups to it; its ring page lists it with forget, and without a healthy gateway queriers read locally."""
+
 from __future__ import annotations
 
 import time
@@ -24,8 +25,13 @@ def _querier_lookups(svc) -> list[dict]:
 
     from svclog.actors.options import NAMESPACE, querier_name
 
-    return ray.get([ray.get_actor(querier_name(i), namespace=NAMESPACE).index_lookups.remote()
-                    for i in range(svc.cfg.ray.num_queriers)], timeout=60)
+    return ray.get(
+        [
+            ray.get_actor(querier_name(i), namespace=NAMESPACE).index_lookups.remote()
+            for i in range(svc.cfg.ray.num_queriers)
+        ],
+        timeout=60,
+    )
 
 
 def _wait_until(check, what: str, timeout_s: float = 30.0) -> None:
@@ -36,8 +42,12 @@ def _wait_until(check, what: str, timeout_s: float = 30.0) -> None:
 
 
 def _lines(svc, query: str) -> list[str]:
-    resp = httpx.get(svc.url + "/loki/api/v1/query_range", headers={"X-Scope-OrgID": TENANT}, timeout=60,
-                     params={"query": query, "start": str(BASE), "end": str(BASE + 3600 * 10**9)})
+    resp = httpx.get(
+        svc.url + "/loki/api/v1/query_range",
+        headers={"X-Scope-OrgID": TENANT},
+        timeout=60,
+        params={"query": query, "start": str(BASE), "end": str(BASE + 3600 * 10**9)},
+    )
     assert resp.status_code == 200, resp.text
     return sorted(v[1] for stream in resp.json()["data"]["result"] for v in stream["values"])
 
@@ -58,22 +68,30 @@ def gateway(svc):
 def test_queries_go_through_the_index_gateway(svc, gateway):
     import ray
 
-    _wait_until(lambda: all(q["gateways"] == ["index-gateway-0"] for q in _querier_lookups(svc)),
-                "queriers did not pick up the index gateway ring")
+    _wait_until(
+        lambda: all(q["gateways"] == ["index-gateway-0"] for q in _querier_lookups(svc)),
+        "queriers did not pick up the index gateway ring",
+    )
     member = _members(svc)["index-gateway-0"]
     assert (member["state"], member["health"]) == ("ACTIVE", "healthy") and member["tokens"] > 0
     assert 'name="forget"' in httpx.get(svc.url + PAGE, timeout=30).text
 
     lines = [f"indexed line {i}" for i in range(5)]
     body = {"streams": [{"stream": {"app": "igw"}, "values": [[str(BASE + i), line] for i, line in enumerate(lines)]}]}
-    assert httpx.post(svc.url + "/loki/api/v1/push", json=body, headers={"X-Scope-OrgID": TENANT},
-                      timeout=30).status_code == 204
+    assert (
+        httpx.post(svc.url + "/loki/api/v1/push", json=body, headers={"X-Scope-OrgID": TENANT}, timeout=30).status_code
+        == 204
+    )
     assert httpx.post(svc.url + "/flush", timeout=120).status_code == 204
     before = ray.get(gateway.stats.remote(), timeout=30)
     remote_before = sum(q["remote_lookups"] for q in _querier_lookups(svc))
     assert _lines(svc, '{app="igw"}') == lines
-    labels = httpx.get(svc.url + "/loki/api/v1/labels", headers={"X-Scope-OrgID": TENANT}, timeout=30,
-                       params={"start": str(BASE), "end": str(BASE + 3600 * 10**9)})
+    labels = httpx.get(
+        svc.url + "/loki/api/v1/labels",
+        headers={"X-Scope-OrgID": TENANT},
+        timeout=30,
+        params={"start": str(BASE), "end": str(BASE + 3600 * 10**9)},
+    )
     assert labels.status_code == 200 and "app" in labels.json()["data"]
     after = ray.get(gateway.stats.remote(), timeout=30)
     assert after["lookups"]["chunk_refs"] > before["lookups"]["chunk_refs"]

@@ -1,4 +1,5 @@
 """Kill -9 an ingester process during a sustained push: every acknowledged entry survives."""
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,21 @@ def _pusher(url: str, stop: threading.Event, acked: list[int], refused: list[int
     with httpx.Client(timeout=30) as client:
         while not stop.is_set() and seq < 20_000:
             batch = list(range(seq, seq + 50))
-            body = {"streams": [{"stream": {"app": "crash", "part": str(p)},
-                                 "values": [[str(BASE + i), f"entry {i}"] for i in batch if i % 4 == p]}
-                                for p in range(4)]}
+            body = {
+                "streams": [
+                    {
+                        "stream": {"app": "crash", "part": str(p)},
+                        "values": [[str(BASE + i), f"entry {i}"] for i in batch if i % 4 == p],
+                    }
+                    for p in range(4)
+                ]
+            }
             try:
-                resp = client.post(url + "/svc/api/v1/push", content=json.dumps(body),
-                                   headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"})
+                resp = client.post(
+                    url + "/svc/api/v1/push",
+                    content=json.dumps(body),
+                    headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"},
+                )
                 (acked if resp.status_code == 204 else refused).extend(batch)
             except httpx.HTTPError:
                 refused.extend(batch)
@@ -34,9 +44,18 @@ def _pusher(url: str, stop: threading.Event, acked: list[int], refused: list[int
 
 def _count(url: str) -> set[int]:
     found: set[int] = set()
-    resp = httpx.get(url + "/svc/api/v1/query_range", timeout=60, headers={"X-Scope-OrgID": TENANT}, params={
-        "query": '{app="crash"}', "start": str(BASE), "end": str(BASE + 10**9), "limit": "100000",
-        "direction": "forward"})
+    resp = httpx.get(
+        url + "/svc/api/v1/query_range",
+        timeout=60,
+        headers={"X-Scope-OrgID": TENANT},
+        params={
+            "query": '{app="crash"}',
+            "start": str(BASE),
+            "end": str(BASE + 10**9),
+            "limit": "100000",
+            "direction": "forward",
+        },
+    )
     assert resp.status_code == 200, resp.text
     for stream in resp.json()["data"]["result"]:
         found.update(int(line.split()[1]) for _, line in stream["values"])
@@ -65,7 +84,6 @@ def test_kill_ingester_mid_push_loses_no_acknowledged_entry(svc):
         except Exception:
             time.sleep(0.5)
     found = _count(svc.url)
-    print(f"\nacked={len(acked)} refused={len(refused)} found={len(found)} "
-          f"acked_found={len(set(acked) & found)}")
+    print(f"\nacked={len(acked)} refused={len(refused)} found={len(found)} acked_found={len(set(acked) & found)}")
     assert acked, "no push was acknowledged"
     assert set(acked) <= found, f"{len(set(acked) - found)} acknowledged entries lost"

@@ -7,6 +7,7 @@ Shippers stamp entries with millisecond clocks, so lines logged together share a
 they must come back in the order they were logged. Without node and npm the tests skip,
 except under CI (CI=true), where they fail.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,7 +35,8 @@ Shipper = Callable[[str, str, list[str]], dict]
 
 def _cache_root() -> Path:
     base = os.environ.get("SVCLOG_JS_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "svclog-e2e-js")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "svclog-e2e-js"
+    )
     return Path(base)
 
 
@@ -47,8 +49,9 @@ def _install(node: str, npm: str) -> Path:
         target.mkdir(parents=True, exist_ok=True)
         for name in INSTALL_FILES:
             shutil.copyfile(JS_DIR / name, target / name)
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=target, capture_output=True, text=True,
-                              timeout=600, check=False)
+        done = subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund"], cwd=target, capture_output=True, text=True, timeout=600, check=False
+        )
         if done.returncode != 0:
             pytest.fail(f"npm ci failed in {target}:\n{done.stdout}\n{done.stderr}")
         marker.write_text(digest)
@@ -65,8 +68,9 @@ def ship(svc) -> Shipper:
 
     def run(client: str, run_id: str, lines: list[str]) -> dict:
         config = {"client": client, "url": svc.url, "tenant": TENANT, "run": run_id, "lines": lines}
-        done = subprocess.run([node, "ship.js", json.dumps(config)], cwd=workdir, capture_output=True, text=True,
-                              timeout=60, check=False)
+        done = subprocess.run(
+            [node, "ship.js", json.dumps(config)], cwd=workdir, capture_output=True, text=True, timeout=60, check=False
+        )
         assert done.returncode == 0 and not done.stderr.strip(), f"{client}: {done.stderr}"
         return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -109,8 +113,9 @@ def test_pino_loki(svc, ship):
     assert all(set(r) == {"level", "time", "msg"} for r in records)
 
 
-@pytest.mark.parametrize("client, content_type", [("otel-json", "application/json"),
-                                                  ("otel-proto", "application/x-protobuf")])
+@pytest.mark.parametrize(
+    "client, content_type", [("otel-json", "application/json"), ("otel-proto", "application/x-protobuf")]
+)
 def test_opentelemetry_js_otlp_exporter(svc, ship, client, content_type):
     run_id, start = uuid.uuid4().hex[:10], time.time_ns() - NS
     lines = _lines_for(run_id)
@@ -118,6 +123,10 @@ def test_opentelemetry_js_otlp_exporter(svc, ship, client, content_type):
     # observed_timestamp is structured metadata that differs per record: drop it to see one stream
     query = f'{{service_name="{client}-{run_id}"}} | drop observed_timestamp'
     labels, got = _one_stream(_read_back(svc, query, start, len(lines)))
-    assert labels == {"service_name": f"{client}-{run_id}", "run": run_id, "scope_name": "svclog-e2e",
-                      "severity_text": "INFO"}
+    assert labels == {
+        "service_name": f"{client}-{run_id}",
+        "run": run_id,
+        "scope_name": "svclog-e2e",
+        "severity_text": "INFO",
+    }
     assert got == lines

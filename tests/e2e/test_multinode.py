@@ -7,6 +7,7 @@ The subprocess gets its own RAY_TMPDIR so that its `ray_current_cluster` file ne
 another process's `ray.init()` at this short-lived cluster, and its own process group; every
 process naming that temp dir is killed when it ends (Ray's daemons leave the group).
 """
+
 from __future__ import annotations
 
 import json
@@ -29,7 +30,9 @@ def test_nodes_sharing_only_s3_lose_one_under_writes_and_every_acknowledged_entr
     assert result["ingester_nodes"] == 3, "ingesters not spread over the 3 nodes"
     assert result["replication_set_node_counts"] == [3], "a replication set spans fewer than 3 nodes"
     # each node's WAL directory (its own disk) holds only the ingester that ran there
-    assert sorted(len(names) for names in result["wal_dirs_per_node"].values()) == [1, 1, 1], result["wal_dirs_per_node"]
+    assert sorted(len(names) for names in result["wal_dirs_per_node"].values()) == [1, 1, 1], result[
+        "wal_dirs_per_node"
+    ]
     # a querier on every node, each reading every node's flushed chunks from the bucket
     assert result["querier_nodes_before"] == 3
     assert all(missing == 0 for _, _, missing in result["queriers_before"].values()), result["queriers_before"]

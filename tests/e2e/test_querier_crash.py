@@ -1,4 +1,5 @@
 """A querier killed while it demonstrably runs sub-queries: they run again, the answers stay right."""
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,12 @@ def _scheduler():
 def _query(svc, start: int, token: str) -> tuple[int, object]:
     """A 24h range query (24 hourly splits x shards: many sub-queries), each point counting one hour;
     `token` makes the text unique so no cached sub-query answers it."""
-    params = {"query": f'sum(count_over_time({{app="qc"}} |= "level=error" != "{token}" [1h]))',
-              "start": str(start), "end": str(start + HOURS * HOUR), "step": "3600"}
+    params = {
+        "query": f'sum(count_over_time({{app="qc"}} |= "level=error" != "{token}" [1h]))',
+        "start": str(start),
+        "end": str(start + HOURS * HOUR),
+        "step": "3600",
+    }
     r = httpx.get(svc.url + "/svc/api/v1/query_range", params=params, headers={"X-Scope-OrgID": TENANT}, timeout=180)
     if r.status_code != 200:
         return r.status_code, r.text
@@ -41,11 +46,22 @@ def _query(svc, start: int, token: str) -> tuple[int, object]:
 def test_kill_querier_while_it_runs_subqueries_still_answers_correctly(svc):
     start = (time.time_ns() - (HOURS + 1) * HOUR) // HOUR * HOUR
     gap = HOURS * HOUR // PER_STREAM
-    streams = [{"stream": {"app": "qc", "pod": str(p)},
-                "values": [[str(start + 1 + i * gap + p), f"line {i} level={'error' if i % 3 == 0 else 'info'}"]
-                           for i in range(PER_STREAM)]} for p in range(8)]
-    resp = httpx.post(svc.url + "/svc/api/v1/push", content=json.dumps({"streams": streams}), timeout=60,
-                      headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"})
+    streams = [
+        {
+            "stream": {"app": "qc", "pod": str(p)},
+            "values": [
+                [str(start + 1 + i * gap + p), f"line {i} level={'error' if i % 3 == 0 else 'info'}"]
+                for i in range(PER_STREAM)
+            ],
+        }
+        for p in range(8)
+    ]
+    resp = httpx.post(
+        svc.url + "/svc/api/v1/push",
+        content=json.dumps({"streams": streams}),
+        timeout=60,
+        headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"},
+    )
     assert resp.status_code == 204, resp.text
     expected = 8 * len(range(0, PER_STREAM, 3))
     scheduler = _scheduler()

@@ -8,6 +8,7 @@ timeout after about a second, the queriers must drop the abandoned work at once,
 tenant's query must then answer in its normal time, and the queriers' memory must fall back
 towards what it was before the heavy queries.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,15 +44,23 @@ def _override(svc, tenant: str, limits: dict) -> None:
 
 
 def _push(svc, tenant: str, streams: list[dict]) -> None:
-    resp = httpx.post(svc.url + "/loki/api/v1/push", content=json.dumps({"streams": streams}), timeout=120,
-                      headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"})
+    resp = httpx.post(
+        svc.url + "/loki/api/v1/push",
+        content=json.dumps({"streams": streams}),
+        timeout=120,
+        headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"},
+    )
     assert resp.status_code == 204, resp.text
 
 
 def _query(svc, tenant: str, query: str, start: int, end: int, limit: int) -> tuple[int, str, float]:
     began = time.perf_counter()
-    resp = httpx.get(svc.url + "/loki/api/v1/query_range", headers={"X-Scope-OrgID": tenant}, timeout=120,
-                     params={"query": query, "start": str(start), "end": str(end), "limit": str(limit)})
+    resp = httpx.get(
+        svc.url + "/loki/api/v1/query_range",
+        headers={"X-Scope-OrgID": tenant},
+        timeout=120,
+        params={"query": query, "start": str(start), "end": str(end), "limit": str(limit)},
+    )
     return resp.status_code, resp.text, time.perf_counter() - began
 
 
@@ -79,9 +88,16 @@ def heavy(svc) -> tuple[int, int]:
     gap = 1800 * NS // LINES
     for env in range(4):
         rows = range(env, LINES, 4)
-        _push(svc, HEAVY, [{"stream": {"env": f"e{env}", "app": "wedge"},
-                            "values": [[str(start + i * gap), f'level=info trace_id=t{i} msg="req {i}" n={i}']
-                                       for i in rows]}])
+        _push(
+            svc,
+            HEAVY,
+            [
+                {
+                    "stream": {"env": f"e{env}", "app": "wedge"},
+                    "values": [[str(start + i * gap), f'level=info trace_id=t{i} msg="req {i}" n={i}'] for i in rows],
+                }
+            ],
+        )
     return start - NS, now + NS
 
 
@@ -99,8 +115,10 @@ def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc, heavy):
     idle = _querier_rss(svc)
 
     heavy: list[tuple[int, str, float]] = []
-    threads = [threading.Thread(target=lambda: heavy.append(
-        _query(svc, HEAVY, '{env=~".+"} | logfmt', start, end, 100_000))) for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda: heavy.append(_query(svc, HEAVY, '{env=~".+"} | logfmt', start, end, 100_000)))
+        for _ in range(4)
+    ]
     busy: list[int] = []  # querier slots seen running heavy work while the queries were in flight
     for t in threads:
         t.start()
@@ -117,8 +135,10 @@ def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc, heavy):
         assert status == 504, (status, body[:200])
         assert "timed out after 1s (query_timeout)" in body, body
         assert took < 8, f"the 1 s timeout answered after {took:.1f}s"
-    print(f"\nheavy: {[round(h[2], 2) for h in heavy]} s, up to {max(busy)} querier slots busy; "
-          f"light before: {normal:.3f} s")
+    print(
+        f"\nheavy: {[round(h[2], 2) for h in heavy]} s, up to {max(busy)} querier slots busy; "
+        f"light before: {normal:.3f} s"
+    )
 
     # the abandoned sub-queries stop at the queriers' next check: no slot stays busy with them
     began = time.time()
@@ -154,8 +174,7 @@ def test_a_client_that_disconnects_stops_its_query_on_the_queriers(svc, heavy):
     start, end = heavy
     params = {"query": '{env=~".+"} | logfmt | n > 1', "start": str(start), "end": str(end), "limit": "100000"}
     with pytest.raises(httpx.TimeoutException):
-        httpx.get(svc.url + "/loki/api/v1/query_range", headers={"X-Scope-OrgID": tenant}, timeout=1.0,
-                  params=params)
+        httpx.get(svc.url + "/loki/api/v1/query_range", headers={"X-Scope-OrgID": tenant}, timeout=1.0, params=params)
     left = time.time()
     assert any(_running(svc)[1]), "the query was no longer running when its client left"
     while time.time() < left + 10:

@@ -5,6 +5,7 @@ the OpenTelemetry SDK exports over OTLP/HTTP to `<addr>/otlp`, a Grafana-style h
 check runs `vector(1)+vector(1)`, and svclog's own client, CLI and Ray driver example
 run against the same service.
 """
+
 from __future__ import annotations
 
 import json
@@ -59,8 +60,7 @@ def test_python_logging_loki_handler(svc):
     import logging_loki
 
     run = _run_id()
-    handler = logging_loki.LokiHandler(url=svc.url + "/loki/api/v1/push", tags={"app": "pll", "run": run},
-                                       version="1")
+    handler = logging_loki.LokiHandler(url=svc.url + "/loki/api/v1/push", tags={"app": "pll", "run": run}, version="1")
     # The library has no header option: the tenant goes on the requests session it posts with.
     handler.emitter.session.headers["X-Scope-OrgID"] = TENANT
     failures = []
@@ -86,9 +86,16 @@ def test_loki_logger_handler(svc):
 
     run = _run_id()
     handler = LokiLoggerHandler(
-        url=svc.url + "/loki/api/v1/push", labels={"app": "llh", "run": run}, label_keys={"component"},
-        additional_headers={"X-Scope-OrgID": TENANT}, timeout=0.2, compressed=True,
-        enable_structured_loki_metadata=True, loki_metadata={"source": "e2e"}, loki_metadata_keys=["trace_id"])
+        url=svc.url + "/loki/api/v1/push",
+        labels={"app": "llh", "run": run},
+        label_keys={"component"},
+        additional_headers={"X-Scope-OrgID": TENANT},
+        timeout=0.2,
+        compressed=True,
+        enable_structured_loki_metadata=True,
+        loki_metadata={"source": "e2e"},
+        loki_metadata_keys=["trace_id"],
+    )
     logger = _logger(f"llh.{run}", handler)
     start = time.time_ns() - NS
     logger.info("order placed", extra={"component": "checkout", "trace_id": "t-1"})
@@ -102,7 +109,9 @@ def test_loki_logger_handler(svc):
     assert [labels_ for labels_, _ in entries] == [{**labels, "trace_id": "t-1"}, {**labels, "trace_id": "t-2"}]
     lines = [json.loads(line) for _, line in entries]  # the handler sends each record as a JSON line
     assert [(line["message"], line["level"], line["name"], line["component"]) for line in lines] == [
-        ("order placed", "INFO", logger.name, "checkout"), ("stock low", "WARNING", logger.name, "checkout")]
+        ("order placed", "INFO", logger.name, "checkout"),
+        ("stock low", "WARNING", logger.name, "checkout"),
+    ]
     assert all("trace_id" not in line for line in lines)  # moved to structured metadata
 
 
@@ -144,39 +153,59 @@ def test_opentelemetry_sdk_over_otlp_http(svc, monkeypatch):
 
 def test_grafana_style_health_check(svc):
     # What Grafana's data source "Save & test" sends: an instant metric query that must return 2.
-    resp = httpx.get(svc.url + "/loki/api/v1/query", headers={"X-Scope-OrgID": TENANT, "User-Agent": "Grafana"},
-                     params={"query": "vector(1)+vector(1)", "time": str(time.time_ns())}, timeout=30)
+    resp = httpx.get(
+        svc.url + "/loki/api/v1/query",
+        headers={"X-Scope-OrgID": TENANT, "User-Agent": "Grafana"},
+        params={"query": "vector(1)+vector(1)", "time": str(time.time_ns())},
+        timeout=30,
+    )
     assert resp.status_code == 200, resp.text
     body = resp.json()
     assert body["status"] == "success" and body["data"]["resultType"] == "vector"
     assert [sample["value"][1] for sample in body["data"]["result"]] == ["2"]
-    assert Client(svc.url, tenant=TENANT, prefix="/loki/api/v1", timeout=120).query("vector(1)+vector(1)")["result"][0][
-        "value"][1] == "2"
+    assert (
+        Client(svc.url, tenant=TENANT, prefix="/loki/api/v1", timeout=120).query("vector(1)+vector(1)")["result"][0][
+            "value"
+        ][1]
+        == "2"
+    )
 
 
 def test_svclog_client_round_trip(svc):
     run = _run_id()
     client = Client(svc.url, tenant="client-a")
     now = time.time_ns()
-    client.push({f'{{app="cli-rt", run="{run}"}}': [(now - 3 * NS, "proto one"), (now - 2 * NS, "proto two",
-                                                                                    {"trace_id": "x1"})]})
+    client.push(
+        {
+            f'{{app="cli-rt", run="{run}"}}': [
+                (now - 3 * NS, "proto one"),
+                (now - 2 * NS, "proto two", {"trace_id": "x1"}),
+            ]
+        }
+    )
     client.push({f'{{app="cli-rt", run="{run}", fmt="json"}}': [(now - NS, "json three")]}, format="json")
     Client(svc.url, tenant="client-b").push({f'{{app="cli-rt", run="{run}"}}': [(now - NS, "other tenant")]})
 
     selector = f'{{app="cli-rt", run="{run}"}}'
     streams = _read_back(client, selector, now - 10 * NS, want=3)
-    assert _entries(streams) == [({"app": "cli-rt", "run": run}, "proto one"),
-                                 ({"app": "cli-rt", "run": run, "trace_id": "x1"}, "proto two"),
-                                 ({"app": "cli-rt", "run": run, "fmt": "json"}, "json three")]
+    assert _entries(streams) == [
+        ({"app": "cli-rt", "run": run}, "proto one"),
+        ({"app": "cli-rt", "run": run, "trace_id": "x1"}, "proto two"),
+        ({"app": "cli-rt", "run": run, "fmt": "json"}, "json three"),
+    ]
     window = {"start": now - 10 * NS, "end": now + NS}
     assert client.labels(**window, query=selector) == ["app", "fmt", "run"]
     assert client.label_values("fmt", **window, query=selector) == ["json"]
-    assert sorted(map(str, client.series(selector, **window))) == sorted(map(str, [
-        {"app": "cli-rt", "run": run}, {"app": "cli-rt", "fmt": "json", "run": run}]))
+    assert sorted(map(str, client.series(selector, **window))) == sorted(
+        map(str, [{"app": "cli-rt", "run": run}, {"app": "cli-rt", "fmt": "json", "run": run}])
+    )
     both = Client(svc.url, tenant=["client-a", "client-b"]).query(
-        f'sum by (__tenant_id__) (count_over_time({selector}[1m]))', time=now + NS)
+        f"sum by (__tenant_id__) (count_over_time({selector}[1m]))", time=now + NS
+    )
     assert {item["metric"]["__tenant_id__"]: item["value"][1] for item in both["result"]} == {
-        "client-a": "3", "client-b": "1"}
+        "client-a": "3",
+        "client-b": "1",
+    }
     with pytest.raises(ClientError) as err:
         client.query(selector)  # a log query is not an instant query
     assert err.value.status == 400
@@ -198,7 +227,8 @@ def test_client_tail_receives_entries_pushed_after_connect(svc):
     assert received, "no tail message within 15 s of the push"
     messages.close()
     assert [(s["stream"], [v[1] for v in s["values"]]) for s in received[0]["streams"]] == [
-        ({"app": "tail-client", "run": run}, ["live line"])]
+        ({"app": "tail-client", "run": run}, ["live line"])
+    ]
 
 
 def test_cli_against_the_service(svc, capsys, monkeypatch):
@@ -233,5 +263,10 @@ def test_ray_driver_example(svc):
 def test_driver_query_example(svc):
     example = runpy.run_path(str(EXAMPLES / "driver_query.py"), run_name="svclog_example_driver_query")
     report = example["demo"](Client(svc.url, tenant=f"demo-{_run_id()}"))
-    assert report == {"error_lines": ["level=error msg=failed"], "levels": ["error", "info"],
-                      "labels": ["app", "env"], "values": ["driver-demo"], "health": "2"}
+    assert report == {
+        "error_lines": ["level=error msg=failed"],
+        "levels": ["error", "info"],
+        "labels": ["app", "env"],
+        "values": ["driver-demo"],
+        "health": "2",
+    }

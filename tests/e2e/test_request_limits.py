@@ -1,4 +1,5 @@
 """Request bodies over the cap are refused at once with 413 on every route (push keeps its own cap)."""
+
 from __future__ import annotations
 
 import socket
@@ -32,9 +33,18 @@ def _length(answer: bytes) -> int:
     return 0
 
 
-@pytest.mark.parametrize("path", ["/svc/api/v1/query_range", "/svc/api/v1/query", "/svc/api/v1/series",
-                                  "/svc/api/v1/labels", "/svc/api/v1/delete", "/log_level",
-                                  "/svc/api/v1/rules/limits-ns"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/svc/api/v1/query_range",
+        "/svc/api/v1/query",
+        "/svc/api/v1/series",
+        "/svc/api/v1/labels",
+        "/svc/api/v1/delete",
+        "/log_level",
+        "/svc/api/v1/rules/limits-ns",
+    ],
+)
 def test_declared_oversized_body_is_refused_at_once(svc, path):
     began = time.monotonic()
     answer = _raw_post(svc, path, f"Content-Type: {FORM}\r\nContent-Length: 999999999\r\n", b"query=1")
@@ -51,20 +61,28 @@ def test_streamed_oversized_form_is_cut_off(svc):
         for _ in range(cap // (1 << 20) + 2):
             yield b"y" * (1 << 20)
 
-    resp = httpx.post(svc.url + "/svc/api/v1/query_range", content=body(), timeout=60,
-                      headers={"X-Scope-OrgID": "limits", "Content-Type": FORM})
+    resp = httpx.post(
+        svc.url + "/svc/api/v1/query_range",
+        content=body(),
+        timeout=60,
+        headers={"X-Scope-OrgID": "limits", "Content-Type": FORM},
+    )
     assert resp.status_code == 413 and f"more than {cap} bytes" in resp.text, resp.text
 
 
 def test_form_posts_within_the_cap_still_work(svc):
-    resp = httpx.post(svc.url + "/svc/api/v1/labels", data={"start": "0"}, headers={"X-Scope-OrgID": "limits"},
-                      timeout=60)
+    resp = httpx.post(
+        svc.url + "/svc/api/v1/labels", data={"start": "0"}, headers={"X-Scope-OrgID": "limits"}, timeout=60
+    )
     assert resp.status_code == 200, resp.text
 
 
 def test_push_keeps_its_own_cap_and_message(svc):
-    answer = _raw_post(svc, "/svc/api/v1/push",
-                       f"Content-Type: application/json\r\nContent-Length: {svc.cfg.server.max_request_body_bytes + 1}\r\n",
-                       b"{}")
+    answer = _raw_post(
+        svc,
+        "/svc/api/v1/push",
+        f"Content-Type: application/json\r\nContent-Length: {svc.cfg.server.max_request_body_bytes + 1}\r\n",
+        b"{}",
+    )
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert b"for /svc/api/v1/push" not in answer  # the push handler's own message, not the middleware's

@@ -1,6 +1,7 @@
 """End to end: an alert rule fires to a real HTTP receiver (Alertmanager v2 path), a recording
 rule's samples arrive by remote write, with the rule groups shared by two rulers; a delete request
 hides lines at once, and compaction plus the sweep remove them from every chunk object in the store."""
+
 from __future__ import annotations
 
 import json
@@ -38,9 +39,12 @@ rules:
 
 def _push(svc, tenant, app, lines, start_ns):
     values = [[str(start_ns + i), line] for i, line in enumerate(lines)]
-    resp = httpx.post(svc.url + "/svc/api/v1/push", timeout=30,
-                      headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"},
-                      content=json.dumps({"streams": [{"stream": {"app": app}, "values": values}]}))
+    resp = httpx.post(
+        svc.url + "/svc/api/v1/push",
+        timeout=30,
+        headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"},
+        content=json.dumps({"streams": [{"stream": {"app": app}, "values": values}]}),
+    )
     assert resp.status_code == 204, resp.text
 
 
@@ -75,7 +79,7 @@ def test_alert_reaches_alertmanager_and_recording_rule_is_remote_written(svc, re
     assert alert["annotations"]["summary"] == "2 errors"
 
     def sample_written():
-        for _, headers, body in receiver.posted("/api/v1/write"):
+        for _, _headers, body in receiver.posted("/api/v1/write"):
             request = remote_write_pb2.WriteRequest()
             request.ParseFromString(snappy.uncompress(body))
             for series in request.timeseries:
@@ -141,16 +145,24 @@ def test_delete_hides_lines_at_once_and_compaction_removes_them(svc):
     assert httpx.post(svc.url + "/flush", timeout=60).status_code == 204
 
     def lines():
-        resp = httpx.get(svc.url + "/svc/api/v1/query_range", headers=hdr, timeout=30, params={
-            "query": '{app="ghost"}', "start": str(start - NS), "end": str(time.time_ns()), "limit": "1000"})
+        resp = httpx.get(
+            svc.url + "/svc/api/v1/query_range",
+            headers=hdr,
+            timeout=30,
+            params={"query": '{app="ghost"}', "start": str(start - NS), "end": str(time.time_ns()), "limit": "1000"},
+        )
         assert resp.status_code == 200, resp.text
         return [v[1] for s in resp.json()["data"]["result"] for v in s["values"]]
 
     assert len(lines()) == 100
     before = _chunk_objects(svc, tenant)
     assert sum(line.startswith("boom") for chunk in before.values() for line in chunk) == 50
-    resp = httpx.post(svc.url + "/svc/api/v1/delete", headers=hdr, timeout=30, params={
-        "query": '{app="ghost"} |= "boom"', "start": str((start - NS) // NS)})
+    resp = httpx.post(
+        svc.url + "/svc/api/v1/delete",
+        headers=hdr,
+        timeout=30,
+        params={"query": '{app="ghost"} |= "boom"', "start": str((start - NS) // NS)},
+    )
     assert resp.status_code == 204, resp.text
     visible = lines()
     assert len(visible) == 50 and not any(line.startswith("boom") for line in visible)
@@ -169,10 +181,14 @@ def test_delete_hides_lines_at_once_and_compaction_removes_them(svc):
         return objects if not set(objects) & set(before) else None
 
     after = _wait(swept, 60)
-    assert after is not None, f"old chunk objects still in the store: {sorted(set(_chunk_objects(svc, tenant)) & set(before))}"
+    assert after is not None, (
+        f"old chunk objects still in the store: {sorted(set(_chunk_objects(svc, tenant)) & set(before))}"
+    )
     raw = [line for chunk in after.values() for line in chunk]
     boom = sum(line.startswith("boom") for line in raw)
-    print(f"\ndelete e2e: visible before=100 after={len(visible)}; indexed after compaction={len(stored)}; "
-          f"chunk objects before={len(before)} after={len(after)} (old ones left: 0); "
-          f"raw lines after={len(raw)} (boom={boom}, keep={sum(x.startswith('keep') for x in raw)})")
+    print(
+        f"\ndelete e2e: visible before=100 after={len(visible)}; indexed after compaction={len(stored)}; "
+        f"chunk objects before={len(before)} after={len(after)} (old ones left: 0); "
+        f"raw lines after={len(raw)} (boom={boom}, keep={sum(x.startswith('keep') for x in raw)})"
+    )
     assert boom == 0 and sorted(set(raw)) == sorted(f"keep {i}" for i in range(0, 100, 2))

@@ -1,5 +1,6 @@
 """While svclog starts, a shipper's request is refused (before the port is bound) or answered 503
 with Retry-After, never 404 (issue 17): the session's own start was polled every 50 ms (conftest)."""
+
 import pytest
 
 pytestmark = pytest.mark.ray

@@ -1,4 +1,5 @@
 """Tail over a real WebSocket against the running service: replay, live delivery within 1 s, errors."""
+
 from __future__ import annotations
 
 import asyncio
@@ -24,10 +25,16 @@ def _ws_url(svc, path: str = "/svc/api/v1/tail", **params: str) -> str:
 
 async def _push(client: httpx.AsyncClient, svc, lines: list[str], app: str = "tail", tenant: str = TENANT) -> None:
     now = time.time_ns()
-    body = {"streams": [{"stream": {"app": app, "env": "e2e"},
-                         "values": [[str(now + i), line] for i, line in enumerate(lines)]}]}
-    resp = await client.post(svc.url + "/svc/api/v1/push", content=json.dumps(body),
-                             headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"})
+    body = {
+        "streams": [
+            {"stream": {"app": app, "env": "e2e"}, "values": [[str(now + i), line] for i, line in enumerate(lines)]}
+        ]
+    }
+    resp = await client.post(
+        svc.url + "/svc/api/v1/push",
+        content=json.dumps(body),
+        headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"},
+    )
     assert resp.status_code == 204, resp.text
 
 
@@ -144,8 +151,9 @@ class RawTailClient:
             if not data:
                 return messages
             self.protocol.receive_data(data)
-            messages += [json.loads(frame.data) for frame in self.protocol.events_received()
-                         if frame.opcode.name == "TEXT"]
+            messages += [
+                json.loads(frame.data) for frame in self.protocol.events_received() if frame.opcode.name == "TEXT"
+            ]
 
     def close(self) -> None:
         self.sock.close()
@@ -157,9 +165,15 @@ def flood_limits(svc):
     path = svc.cfg.runtime_config.file
     with open(path) as f:
         current = yaml.safe_load(f) or {}
-    overrides = {**(current.get("overrides") or {}),
-                 FLOOD_TENANT: {"ingestion_rate_mb": 1024, "ingestion_burst_size_mb": 1024,
-                                "per_stream_rate_limit": "1GB", "per_stream_rate_limit_burst": "1GB"}}
+    overrides = {
+        **(current.get("overrides") or {}),
+        FLOOD_TENANT: {
+            "ingestion_rate_mb": 1024,
+            "ingestion_burst_size_mb": 1024,
+            "per_stream_rate_limit": "1GB",
+            "per_stream_rate_limit_burst": "1GB",
+        },
+    }
     with open(path, "w") as f:
         yaml.safe_dump({"overrides": overrides}, f)
     time.sleep(2.5)  # the reload period is 1 s
@@ -179,8 +193,9 @@ def test_a_client_that_does_not_read_gets_drops_not_unbounded_buffering(flood_li
     async def push_all() -> None:
         async with httpx.AsyncClient(timeout=60) as http:
             for start in range(0, pushed, batch):
-                await _push(http, svc, [f"n={n} {filler}" for n in range(start, start + batch)], app=app,
-                            tenant=FLOOD_TENANT)
+                await _push(
+                    http, svc, [f"n={n} {filler}" for n in range(start, start + batch)], app=app, tenant=FLOOD_TENANT
+                )
 
     try:
         time.sleep(1.0)  # the session subscribes on every ingester before the push

@@ -1,4 +1,5 @@
 """Two tenants push look-alike streams; every read endpoint shows each tenant its own data only."""
+
 from __future__ import annotations
 
 import asyncio
@@ -45,10 +46,18 @@ def _wait(predicate, timeout=60.0, step=0.5):
 def pushed(svc):
     start = time.time_ns() - 600 * NS
     for tenant, team in TENANTS.items():
-        streams = [{"stream": {"app": "iso", "team": team, f"only_{team}": "1"},
-                    "values": [[str(start + i * NS), f"{team} line {i} status=200"] for i in range(N)]}]
-        resp = httpx.post(svc.url + "/svc/api/v1/push", content=json.dumps({"streams": streams}), timeout=60,
-                          headers=_hdr(tenant, **{"Content-Type": "application/json"}))
+        streams = [
+            {
+                "stream": {"app": "iso", "team": team, f"only_{team}": "1"},
+                "values": [[str(start + i * NS), f"{team} line {i} status=200"] for i in range(N)],
+            }
+        ]
+        resp = httpx.post(
+            svc.url + "/svc/api/v1/push",
+            content=json.dumps({"streams": streams}),
+            timeout=60,
+            headers=_hdr(tenant, **{"Content-Type": "application/json"}),
+        )
         assert resp.status_code == 204, resp.text
     return start
 
@@ -72,8 +81,9 @@ def test_queries_see_only_the_own_tenant(svc, pushed, tenant):
     lines = [v[1] for s in streams for v in s["values"]]
     assert len(lines) == N and all(line.startswith(team) for line in lines)
 
-    metric = _get(svc, "/svc/api/v1/query", tenant, query='sum(count_over_time({app="iso"}[1h]))',
-                  time=str(pushed + (N + 1) * NS)).json()
+    metric = _get(
+        svc, "/svc/api/v1/query", tenant, query='sum(count_over_time({app="iso"}[1h]))', time=str(pushed + (N + 1) * NS)
+    ).json()
     assert float(metric["data"]["result"][0]["value"][1]) == N
     assert other not in json.dumps(metric)
 
@@ -95,15 +105,19 @@ def test_metadata_sees_only_the_own_tenant(svc, pushed, tenant):
     own_bytes = sum(len(f"{team} line {i} status=200") for i in range(N))
     volume = _get(svc, "/svc/api/v1/index/volume", tenant, query='{app="iso", team=~".+"}', **window).json()
     assert [(r["metric"]["team"], float(r["value"][1])) for r in volume["data"]["result"]] == [(team, own_bytes)]
-    volume_range = _get(svc, "/svc/api/v1/index/volume_range", tenant, query='{app="iso", team=~".+"}', step="10",
-                        **window).json()
+    volume_range = _get(
+        svc, "/svc/api/v1/index/volume_range", tenant, query='{app="iso", team=~".+"}', step="10", **window
+    ).json()
     teams = {r["metric"]["team"] for r in volume_range["data"]["result"]}
     assert teams == {team}, volume_range
 
 
 async def _tail_replay(svc, tenant: str, start: int) -> list[str]:
-    url = (svc.url.replace("http://", "ws://", 1) + "/svc/api/v1/tail?"
-           + urlencode({"query": '{app="iso"}', "start": str(start - NS), "limit": "1000"}))
+    url = (
+        svc.url.replace("http://", "ws://", 1)
+        + "/svc/api/v1/tail?"
+        + urlencode({"query": '{app="iso"}', "start": str(start - NS), "limit": "1000"})
+    )
     lines: list[str] = []
     async with connect(url, additional_headers=_hdr(tenant), open_timeout=60) as ws:
         while len(lines) < N:
@@ -121,8 +135,12 @@ def test_tail_replays_only_the_own_tenant(svc, pushed, tenant):
 def test_rules_are_listed_per_tenant(svc):
     try:
         for tenant, team in TENANTS.items():
-            resp = httpx.post(svc.url + "/svc/api/v1/rules/iso-ns", content=RULES.format(team=team), timeout=30,
-                              headers=_hdr(tenant, **{"Content-Type": "application/yaml"}))
+            resp = httpx.post(
+                svc.url + "/svc/api/v1/rules/iso-ns",
+                content=RULES.format(team=team),
+                timeout=30,
+                headers=_hdr(tenant, **{"Content-Type": "application/yaml"}),
+            )
             assert resp.status_code == 202, resp.text
         for tenant, team in TENANTS.items():
             other = TENANTS[_other(tenant)]
@@ -146,8 +164,12 @@ def test_rules_are_listed_per_tenant(svc):
 
 def test_delete_requests_are_listed_per_tenant(svc, pushed):
     for tenant, team in TENANTS.items():  # selectors that match no stream: nothing of ours goes away
-        resp = httpx.post(svc.url + "/svc/api/v1/delete", headers=_hdr(tenant), timeout=30, params={
-            "query": f'{{app="iso-nothing", team="{team}"}}', "start": str(pushed // NS - 60)})
+        resp = httpx.post(
+            svc.url + "/svc/api/v1/delete",
+            headers=_hdr(tenant),
+            timeout=30,
+            params={"query": f'{{app="iso-nothing", team="{team}"}}', "start": str(pushed // NS - 60)},
+        )
         assert resp.status_code == 204, resp.text
     for tenant, team in TENANTS.items():
         listing = _get(svc, "/svc/api/v1/delete", tenant).json()
@@ -168,12 +190,22 @@ def test_pattern_ingester_keeps_tenants_apart(svc):
     try:
         now = time.time_ns()
         for tenant, team in TENANTS.items():
-            streams = [StreamColumns(Labels({"app": "iso"}.items()), [now + i for i in range(50)],
-                                     [f"{team} request {i} took {i * 3}ms" for i in range(50)], None)]
+            streams = [
+                StreamColumns(
+                    Labels({"app": "iso"}.items()),
+                    [now + i for i in range(50)],
+                    [f"{team} request {i} took {i * 3}ms" for i in range(50)],
+                    None,
+                )
+            ]
             ray.get(actor.push.remote(tenant, streams), timeout=60)
         for tenant, team in TENANTS.items():
-            found = ray.get(actor.patterns.remote(tenant, [Matcher("app", MatchType.EQ, "iso")], now - 60 * NS,
-                                                  now + 60 * NS, 10 * NS), timeout=60)
+            found = ray.get(
+                actor.patterns.remote(
+                    tenant, [Matcher("app", MatchType.EQ, "iso")], now - 60 * NS, now + 60 * NS, 10 * NS
+                ),
+                timeout=60,
+            )
             text = json.dumps(found)
             assert team in text and TENANTS[_other(tenant)] not in text, found
     finally:

@@ -1,4 +1,5 @@
 """End to end over real HTTP: push in every encoding, read back, flush, isolation, bad input."""
+
 from __future__ import annotations
 
 import gzip
@@ -16,8 +17,7 @@ BASE = 1_793_491_200 * 10**9  # 2026-11-01T00:00:00Z
 
 def _query(svc, tenant, query, **params):
     params = {"query": query, "start": str(BASE), "end": str(BASE + 7200 * 10**9), **params}
-    resp = httpx.get(svc.url + "/svc/api/v1/query_range", params=params, headers={"X-Scope-OrgID": tenant},
-                     timeout=30)
+    resp = httpx.get(svc.url + "/svc/api/v1/query_range", params=params, headers={"X-Scope-OrgID": tenant}, timeout=30)
     assert resp.status_code == 200, resp.text
     return resp.json()["data"]
 
@@ -36,21 +36,40 @@ def _push_json(svc, tenant, streams, **kw):
 
 
 def test_json_gzip_and_protobuf_pushes_read_back(svc):
-    resp = _push_json(svc, "e2e-a", [{"stream": {"app": "web", "env": "prod"},
-                                       "values": [[str(BASE + 1), "GET /index 200"],
-                                                  [str(BASE + 2), "GET /login 500", {"trace_id": "abc"}]]}])
+    resp = _push_json(
+        svc,
+        "e2e-a",
+        [
+            {
+                "stream": {"app": "web", "env": "prod"},
+                "values": [[str(BASE + 1), "GET /index 200"], [str(BASE + 2), "GET /login 500", {"trace_id": "abc"}]],
+            }
+        ],
+    )
     assert resp.status_code == 204, resp.text
-    assert _push_json(svc, "e2e-a", [{"stream": {"app": "web", "env": "dev"},
-                                      "values": [[str(BASE + 3), "gzipped ünïcødé"]]}], gzip=True).status_code == 204
+    assert (
+        _push_json(
+            svc,
+            "e2e-a",
+            [{"stream": {"app": "web", "env": "dev"}, "values": [[str(BASE + 3), "gzipped ünïcødé"]]}],
+            gzip=True,
+        ).status_code
+        == 204
+    )
     proto = encode_push_protobuf([PushStream(Labels({"app": "db"}.items()), [Entry(BASE + 4, "proto line")])])
-    resp = httpx.post(svc.url + "/svc/api/v1/push", content=proto, timeout=30,
-                      headers={"X-Scope-OrgID": "e2e-a", "Content-Type": "application/x-protobuf"})
+    resp = httpx.post(
+        svc.url + "/svc/api/v1/push",
+        content=proto,
+        timeout=30,
+        headers={"X-Scope-OrgID": "e2e-a", "Content-Type": "application/x-protobuf"},
+    )
     assert resp.status_code == 204, resp.text
 
     data = _query(svc, "e2e-a", '{app=~"web|db"}', direction="forward")
     assert data["resultType"] == "streams"
     assert _lines(data) and sorted(_lines(data)) == sorted(
-        ["GET /index 200", "GET /login 500", "gzipped ünïcødé", "proto line"])
+        ["GET /index 200", "GET /login 500", "gzipped ünïcødé", "proto line"]
+    )
     assert set(data["stats"]) == {"ingester", "store", "summary"}
     assert data["stats"]["summary"]["totalLinesProcessed"] >= 4
     # structured metadata comes back as labels of the entry's stream
@@ -58,31 +77,42 @@ def test_json_gzip_and_protobuf_pushes_read_back(svc):
     assert with_md["stream"] == {"app": "web", "env": "prod", "trace_id": "abc"}
     assert _lines(_query(svc, "e2e-a", '{app="web"} |= "500"')) == ["GET /login 500"]
     assert sorted(_lines(_query(svc, "e2e-a", '{app="web"} != "500" |~ "ünï|index"'))) == [
-        "GET /index 200", "gzipped ünïcødé"]
+        "GET /index 200",
+        "gzipped ünïcødé",
+    ]
 
 
 def test_labels_series_and_tenant_isolation(svc):
     _push_json(svc, "e2e-b", [{"stream": {"app": "iso", "team": "b"}, "values": [[str(BASE + 10), "b only"]]}])
     hdr = {"X-Scope-OrgID": "e2e-b"}
-    labels = httpx.get(svc.url + "/svc/api/v1/labels", params={"start": str(BASE), "end": str(BASE + 10**12)},
-                       headers=hdr).json()
+    labels = httpx.get(
+        svc.url + "/svc/api/v1/labels", params={"start": str(BASE), "end": str(BASE + 10**12)}, headers=hdr
+    ).json()
     assert labels == {"status": "success", "data": ["app", "team"]}
-    values = httpx.get(svc.url + "/svc/api/v1/label/app/values",
-                       params={"start": str(BASE), "end": str(BASE + 10**12)}, headers=hdr).json()
+    values = httpx.get(
+        svc.url + "/svc/api/v1/label/app/values", params={"start": str(BASE), "end": str(BASE + 10**12)}, headers=hdr
+    ).json()
     assert values["data"] == ["iso"]
-    series = httpx.post(svc.url + "/svc/api/v1/series", headers=hdr,
-                        data={"match[]": ['{app="iso"}', '{team="b"}'], "start": str(BASE),
-                              "end": str(BASE + 10**12)}).json()
+    series = httpx.post(
+        svc.url + "/svc/api/v1/series",
+        headers=hdr,
+        data={"match[]": ['{app="iso"}', '{team="b"}'], "start": str(BASE), "end": str(BASE + 10**12)},
+    ).json()
     assert series["data"] == [{"app": "iso", "team": "b"}]
     other = {"X-Scope-OrgID": "e2e-other"}
     assert _lines(_query(svc, "e2e-other", '{app="iso"}')) == []
-    assert httpx.get(svc.url + "/svc/api/v1/labels", headers=other,
-                     params={"start": str(BASE), "end": str(BASE + 10**12)}).json()["data"] == []
+    assert (
+        httpx.get(
+            svc.url + "/svc/api/v1/labels", headers=other, params={"start": str(BASE), "end": str(BASE + 10**12)}
+        ).json()["data"]
+        == []
+    )
 
 
 def test_flush_moves_data_to_the_store_and_it_stays_queryable(svc):
-    _push_json(svc, "e2e-c", [{"stream": {"app": "flushme"},
-                               "values": [[str(BASE + i), f"entry {i}"] for i in range(50)]}])
+    _push_json(
+        svc, "e2e-c", [{"stream": {"app": "flushme"}, "values": [[str(BASE + i), f"entry {i}"] for i in range(50)]}]
+    )
     assert httpx.post(svc.url + "/flush", timeout=60).status_code == 204
     metrics = httpx.get(svc.url + "/metrics").text
     assert "svc_ingester_memory_chunks 0.0" in metrics
@@ -92,14 +122,17 @@ def test_flush_moves_data_to_the_store_and_it_stays_queryable(svc):
     assert data["stats"]["store"]["totalChunksDownloaded"] + data["stats"]["store"]["totalChunksRef"] >= 1
 
 
-@pytest.mark.parametrize("headers,body,status", [
-    ({}, b'{"streams": []}', 401),
-    ({"X-Scope-OrgID": "a|b"}, b'{"streams": []}', 400),
-    ({"X-Scope-OrgID": ".."}, b'{"streams": []}', 400),
-    ({"X-Scope-OrgID": "t"}, b'{"streams": [', 400),
-    ({"X-Scope-OrgID": "t"}, b'{"streams":[{"stream":{"a":"b"},"values":[[1, "numeric ts"]]}]}', 400),
-    ({"X-Scope-OrgID": "t", "Content-Type": "application/x-protobuf"}, b"\xff\x00garbage", 400),
-])
+@pytest.mark.parametrize(
+    "headers,body,status",
+    [
+        ({}, b'{"streams": []}', 401),
+        ({"X-Scope-OrgID": "a|b"}, b'{"streams": []}', 400),
+        ({"X-Scope-OrgID": ".."}, b'{"streams": []}', 400),
+        ({"X-Scope-OrgID": "t"}, b'{"streams": [', 400),
+        ({"X-Scope-OrgID": "t"}, b'{"streams":[{"stream":{"a":"b"},"values":[[1, "numeric ts"]]}]}', 400),
+        ({"X-Scope-OrgID": "t", "Content-Type": "application/x-protobuf"}, b"\xff\x00garbage", 400),
+    ],
+)
 def test_bad_pushes_get_4xx(svc, headers, body, status):
     headers = {"Content-Type": "application/json", **headers}
     resp = httpx.post(svc.url + "/svc/api/v1/push", content=body, headers=headers, timeout=30)
@@ -111,8 +144,12 @@ def test_query_errors_are_400(svc):
     hdr = {"X-Scope-OrgID": "t"}
     assert httpx.get(svc.url + "/svc/api/v1/query_range", params={"query": '{app="x"'}, headers=hdr).status_code == 400
     assert httpx.get(svc.url + "/svc/api/v1/query", params={"query": '{app="x"}'}, headers=hdr).status_code == 400
-    assert httpx.get(svc.url + "/svc/api/v1/query_range", params={"query": '{a="b"}', "step": "0"},
-                     headers=hdr).status_code == 400
+    assert (
+        httpx.get(
+            svc.url + "/svc/api/v1/query_range", params={"query": '{a="b"}', "step": "0"}, headers=hdr
+        ).status_code
+        == 400
+    )
     assert httpx.get(svc.url + "/svc/api/v1/series", headers=hdr).status_code == 400
 
 

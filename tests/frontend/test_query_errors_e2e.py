@@ -1,4 +1,5 @@
 """Errors raised while a query runs on a querier come back as the user's message (no Ray traceback)."""
+
 from __future__ import annotations
 
 import json
@@ -18,15 +19,22 @@ def _get(svc, path, **params):
 def _push(svc, lines: list[str], now: int) -> None:
     values = [[str(now - 1_000_000_000 + i), line] for i, line in enumerate(lines)]
     body = json.dumps({"streams": [{"stream": {"app": "api"}, "values": values}]})
-    resp = httpx.post(svc.url + "/svc/api/v1/push", content=body, timeout=30,
-                      headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"})
+    resp = httpx.post(
+        svc.url + "/svc/api/v1/push",
+        content=body,
+        timeout=30,
+        headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"},
+    )
     assert resp.status_code == 204, resp.text
 
 
-@pytest.mark.parametrize("query, message", [
-    ('{app="api"} |= ip("300.0.0.1")', 'ip: invalid pattern: "300.0.0.1"'),
-    ('{app="api"} | line_format "{{.a"', None),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ('{app="api"} |= ip("300.0.0.1")', 'ip: invalid pattern: "300.0.0.1"'),
+        ('{app="api"} | line_format "{{.a"', None),
+    ],
+)
 def test_remote_parse_errors_are_plain_messages(svc, query, message):
     resp = _get(svc, "/svc/api/v1/query_range", query=query, since="1h")
     assert resp.status_code == 400, resp.text
@@ -41,8 +49,13 @@ def test_unwrap_errors_and_honest_stats(svc):
     resp = _get(svc, "/svc/api/v1/query", query='sum_over_time({app="api"}|logfmt|unwrap msg[5m])', time=str(now))
     assert resp.status_code in (200, 400), resp.text
     assert "ray::" not in resp.text and "File " not in resp.text
-    resp = _get(svc, "/svc/api/v1/query_range", query='{app=~".+"} |= "hello"', start=str(now - 3600 * 10**9),
-                end=str(now + 10**9))
+    resp = _get(
+        svc,
+        "/svc/api/v1/query_range",
+        query='{app=~".+"} |= "hello"',
+        start=str(now - 3600 * 10**9),
+        end=str(now + 10**9),
+    )
     assert resp.status_code == 200, resp.text
     ingester = resp.json()["data"]["stats"]["ingester"]
     assert ingester["totalLinesSent"] == 2

@@ -1,4 +1,5 @@
 """The frontend's results cache and query-length limit, with sub-queries run in-process."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,8 +19,10 @@ NOW = T0 + 10 * HOUR
 
 
 def _source(lines_per_hour: int = 60) -> MemorySource:
-    entries = [(T0 + i * HOUR // lines_per_hour, f"level={'error' if i % 3 == 0 else 'info'} n={i}")
-               for i in range(3 * lines_per_hour)]
+    entries = [
+        (T0 + i * HOUR // lines_per_hour, f"level={'error' if i % 3 == 0 else 'info'} n={i}")
+        for i in range(3 * lines_per_hour)
+    ]
     return MemorySource({Labels.from_dict({"app": "api"}): entries})
 
 
@@ -102,7 +105,10 @@ def test_size_bound_evicts_least_recently_used():
 def test_query_longer_than_max_query_length_is_a_400_error():
     frontend = _frontend(max_query_length=721 * HOUR)
     request = qp.range_request({"query": QUERY, "start": str(T0 - 722 * HOUR), "end": str(T0)}, now=NOW)
-    with pytest.raises(ValidationError, match=r"the query time range exceeds the limit "
-                                              r"\(query length: 722h0m0s, limit: 721h0m0s\)"):
+    with pytest.raises(
+        ValidationError,
+        match=r"the query time range exceeds the limit "
+        r"\(query length: 722h0m0s, limit: 721h0m0s\)",
+    ):
         frontend.plan(request)
     frontend.plan(qp.range_request({"query": QUERY, "start": str(T0 - 720 * HOUR), "end": str(T0)}, now=NOW))

@@ -5,6 +5,7 @@ ingesters and querier, all in one process.
 do (decode_push + Distributor on the write side, Querier on the read side) with plain
 objects in between: two WAL-less ingesters on a two-member ring and a local object store.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -86,25 +87,42 @@ class InProcessBackend:
             member = f"ingester-{i}"
             self.ring.register(member, member, node=f"node-{i}")
             self.ingesters[member] = Ingester(
-                IngesterSettings(member, f"{root}/wal/{member}", wal_enabled=False), self.chunks,
-                stream_limit=self._stream_limit)
-        self.distributor = Distributor(ring=lambda: self.ring, pusher=LocalPusher(self.ingesters),
-                                       limits_for=lambda tenant: limits_for(cfg, tenant), replication_factor=rf)
-        self.querier = Querier(IndexReader(store), self.chunks, LocalReplicas(list(self.ingesters.values())),
-                               QuerierSettings(query_ingesters_within=0,
-                                               max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
-                                               max_query_series=cfg.limits_config.max_query_series))
+                IngesterSettings(member, f"{root}/wal/{member}", wal_enabled=False),
+                self.chunks,
+                stream_limit=self._stream_limit,
+            )
+        self.distributor = Distributor(
+            ring=lambda: self.ring,
+            pusher=LocalPusher(self.ingesters),
+            limits_for=lambda tenant: limits_for(cfg, tenant),
+            replication_factor=rf,
+        )
+        self.querier = Querier(
+            IndexReader(store),
+            self.chunks,
+            LocalReplicas(list(self.ingesters.values())),
+            QuerierSettings(
+                query_ingesters_within=0,
+                max_entries_limit_per_query=cfg.limits_config.max_entries_limit_per_query,
+                max_query_series=cfg.limits_config.max_query_series,
+            ),
+        )
 
     def _stream_limit(self, tenant: str) -> int:
         limits = limits_for(self.cfg, tenant)
-        return local_stream_limit(limits.max_streams_per_user, limits.max_global_streams_per_user,
-                                  len(self.ring.healthy_members()), self.cfg.common.replication_factor)
+        return local_stream_limit(
+            limits.max_streams_per_user,
+            limits.max_global_streams_per_user,
+            len(self.ring.healthy_members()),
+            self.cfg.common.replication_factor,
+        )
 
     # ---------------------------------------------------------- write path
 
     async def push(self, tenant, body, content_type, content_encoding):
-        streams = decode_push(body, content_type, content_encoding,
-                              max_decompressed_bytes=self.cfg.server.max_decompressed_body_bytes)
+        streams = decode_push(
+            body, content_type, content_encoding, max_decompressed_bytes=self.cfg.server.max_decompressed_body_bytes
+        )
         return self.distributor.push(tenant, streams)
 
     async def push_decoded(self, tenant, streams):
@@ -139,24 +157,37 @@ class InProcessBackend:
 
 
 def harness_config(root: str, *flags: str) -> Config:
-    return load_config(None, [f"-common.path-prefix={root}", "-auth.enabled=true",
-                              "-querier.multi-tenant-queries-enabled=true", *flags])
+    return load_config(
+        None,
+        [f"-common.path-prefix={root}", "-auth.enabled=true", "-querier.multi-tenant-queries-enabled=true", *flags],
+    )
 
 
 def build_app(backend: InProcessBackend) -> FastAPI:
     """The gateway's route table over `backend` (the push and query routes, and OTLP)."""
     cfg = backend.cfg
     app = add_routes(FastAPI())
-    add_otlp_routes(app, backend.push_decoded, cfg.auth_enabled, cfg.server.max_request_body_bytes,
-                    cfg.server.max_decompressed_body_bytes)
-    set_handlers(Handlers(backend, auth_enabled=cfg.auth_enabled,
-                          multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
-                          max_body_bytes=cfg.server.max_request_body_bytes,
-                          volume_enabled=cfg.limits_config.volume_enabled))
+    add_otlp_routes(
+        app,
+        backend.push_decoded,
+        cfg.auth_enabled,
+        cfg.server.max_request_body_bytes,
+        cfg.server.max_decompressed_body_bytes,
+    )
+    set_handlers(
+        Handlers(
+            backend,
+            auth_enabled=cfg.auth_enabled,
+            multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
+            max_body_bytes=cfg.server.max_request_body_bytes,
+            volume_enabled=cfg.limits_config.volume_enabled,
+        )
+    )
     return app
 
 
 # ---------------------------------------------------------------- the rest of the gateway's routes
+
 
 class TaskError(Exception):
     """Stands in for ray.exceptions.RayTaskError: the remote error travels as `cause`."""
@@ -176,6 +207,7 @@ class _Method:
                 return self.func(*args)
             except Exception as err:  # noqa: BLE001 - every remote error arrives wrapped, as from Ray
                 raise TaskError(err) from err
+
         return run()
 
 
@@ -359,17 +391,35 @@ def seed_data(c: Client) -> None:
     from svclog.serve.codecs.push import encode_push_json
     from tests.fuzz import strategies as fz
 
-    streams = [PushStream(Labels({"app": app, "env": env}.items()), [
-        Entry((fz.NOW_S + i * 7) * fz.NS, line.format(i=i), (("trace_id", f"t{i}"),) if i % 3 == 0 else ())
-        for i in range(60)])
-        for app, env, line in [("web", "prod", '{{"level":"error","x":{i},"msg":"GET /{i}"}}'),
-                               ("db", "dev", "level=info x={i}ms took={i}KB"),
-                               ("api", "prod", "10.0.0.{i} - GET /x {i}")]]
+    streams = [
+        PushStream(
+            Labels({"app": app, "env": env}.items()),
+            [
+                Entry((fz.NOW_S + i * 7) * fz.NS, line.format(i=i), (("trace_id", f"t{i}"),) if i % 3 == 0 else ())
+                for i in range(60)
+            ],
+        )
+        for app, env, line in [
+            ("web", "prod", '{{"level":"error","x":{i},"msg":"GET /{i}"}}'),
+            ("db", "dev", "level=info x={i}ms took={i}KB"),
+            ("api", "prod", "10.0.0.{i} - GET /x {i}"),
+        ]
+    ]
     for tenant in ("fuzz", "fuzz-b"):
-        resp = c.request("seed", "POST", "/loki/api/v1/push", content=encode_push_json(streams),
-                         headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"})
+        resp = c.request(
+            "seed",
+            "POST",
+            "/loki/api/v1/push",
+            content=encode_push_json(streams),
+            headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"},
+        )
         assert resp.status_code == 204, resp.text
     c.loop.run_until_complete(c.client.post("/flush"))  # some data in chunks, some in ingesters
     more = [PushStream(Labels({"app": "web", "env": "prod"}.items()), [Entry((fz.NOW_S + 999) * fz.NS, "late")])]
-    c.request("seed", "POST", "/loki/api/v1/push", content=encode_push_json(more),
-              headers={"X-Scope-OrgID": "fuzz", "Content-Type": "application/json"})
+    c.request(
+        "seed",
+        "POST",
+        "/loki/api/v1/push",
+        content=encode_push_json(more),
+        headers={"X-Scope-OrgID": "fuzz", "Content-Type": "application/json"},
+    )

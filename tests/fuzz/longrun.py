@@ -9,6 +9,7 @@ status is 1 when there was any of those. Only loopback addresses are accepted: t
 deliberately hostile traffic. Start the service with a config whose API routes are all on
 (examples/conformance.yaml) so rules, deletes and patterns are exercised too.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,17 @@ def loopback_only(url: str) -> str:
 STOPPING_ROUTES = ("/ingester/shutdown", "/ingester/flush_shutdown")
 
 
-async def run(url: str, requests: int, seconds: float, concurrency: int, seed: int, slow_s: float,
-              timeout_s: float, progress_every: int, with_shutdown: bool = False) -> Tally:
+async def run(
+    url: str,
+    requests: int,
+    seconds: float,
+    concurrency: int,
+    seed: int,
+    slow_s: float,
+    timeout_s: float,
+    progress_every: int,
+    with_shutdown: bool = False,
+) -> Tally:
     routes = [r for r in gateway_routes() if with_shutdown or r.path not in STOPPING_ROUTES]
     tally = Tally(slow_s=slow_s)
     deadline = time.monotonic() + seconds
@@ -64,8 +74,11 @@ async def run(url: str, requests: int, seconds: float, concurrency: int, seed: i
             except httpx.HTTPError as err:  # a timeout or a dropped connection is a failure too
                 tally.add(req, None, time.monotonic() - start, f"{type(err).__name__}: {err}")
             if progress_every and tally.total % progress_every == 0:
-                print(f"  {tally.total} requests, {time.monotonic() - began:.0f} s: "
-                      + ", ".join(f"{k}={v}" for k, v in sorted(tally.by_class.items())), flush=True)
+                print(
+                    f"  {tally.total} requests, {time.monotonic() - began:.0f} s: "
+                    + ", ".join(f"{k}={v}" for k, v in sorted(tally.by_class.items())),
+                    flush=True,
+                )
 
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(base_url=url, limits=limits) as client:
@@ -83,13 +96,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slow", type=float, default=5.0, help="report answers slower than this (seconds)")
     parser.add_argument("--timeout", type=float, default=30.0, help="give up on one request after this long")
     parser.add_argument("--progress", type=int, default=5000, help="print counts every N requests (0: never)")
-    parser.add_argument("--with-shutdown", action="store_true",
-                        help=f"also call {', '.join(STOPPING_ROUTES)} (the service then has no ingester)")
+    parser.add_argument(
+        "--with-shutdown",
+        action="store_true",
+        help=f"also call {', '.join(STOPPING_ROUTES)} (the service then has no ingester)",
+    )
     args = parser.parse_args(argv)
     url = loopback_only(args.url)
     began = time.monotonic()
-    tally = asyncio.run(run(url, max(0, args.requests), args.seconds, max(1, args.concurrency), args.seed,
-                            args.slow, args.timeout, args.progress, args.with_shutdown))
+    tally = asyncio.run(
+        run(
+            url,
+            max(0, args.requests),
+            args.seconds,
+            max(1, args.concurrency),
+            args.seed,
+            args.slow,
+            args.timeout,
+            args.progress,
+            args.with_shutdown,
+        )
+    )
     print(tally.report(f"longrun fuzz of {url} (seed {args.seed})", time.monotonic() - began))
     return 1 if tally.errors or tally.slow else 0
 

@@ -5,6 +5,7 @@ fuzzer (longrun.py). The route list is read from an app assembled exactly as the
 assembles its own (the route table plus every `add_*_routes`), so a new route is fuzzed
 without touching this file. Requests are built with a seeded `random.Random`.
 """
+
 from __future__ import annotations
 
 import json
@@ -76,13 +77,47 @@ def gateway_routes() -> list[RouteSpec]:
 
 # ---------------------------------------------------------------- values
 
-NUMBERS = ["0", "1", "-1", "100", "5000", "1e19", "-1e19", "1e308", "NaN", "Inf", "-Inf", "nan", "0x10",
-           "9223372036854775807", "-9223372036854775808", "99999999999999999999", "4294967296", "1.5",
-           "1e-9", "", " ", "1_000", "+5"]
+NUMBERS = [
+    "0",
+    "1",
+    "-1",
+    "100",
+    "5000",
+    "1e19",
+    "-1e19",
+    "1e308",
+    "NaN",
+    "Inf",
+    "-Inf",
+    "nan",
+    "0x10",
+    "9223372036854775807",
+    "-9223372036854775808",
+    "99999999999999999999",
+    "4294967296",
+    "1.5",
+    "1e-9",
+    "",
+    " ",
+    "1_000",
+    "+5",
+]
 DURATIONS = ["1m", "5s", "30s", "1h30m", "0", "-5m", "99999999999y", "1ms", "1y2w", "5m5m", "x", "1.5h", "10"]
-TIMESTAMPS = [str(fz.NOW_S), str(fz.NOW_S * fz.NS), str(fz.NOW_S - 3600), f"{fz.NOW_S}.5",
-              "2026-11-01T00:00:00Z", "2026-11-01T00:00:00.123456789+02:00", "0001-01-01T00:00:00Z",
-              "2262-04-11T23:47:16.854775807Z", "9999-12-31T23:59:59Z", "1e19", "-1", "now", "0"]
+TIMESTAMPS = [
+    str(fz.NOW_S),
+    str(fz.NOW_S * fz.NS),
+    str(fz.NOW_S - 3600),
+    f"{fz.NOW_S}.5",
+    "2026-11-01T00:00:00Z",
+    "2026-11-01T00:00:00.123456789+02:00",
+    "0001-01-01T00:00:00Z",
+    "2262-04-11T23:47:16.854775807Z",
+    "9999-12-31T23:59:59Z",
+    "1e19",
+    "-1",
+    "now",
+    "0",
+]
 AMPLIFIERS = [
     '{app="web"} | line_format "{{ repeat 100000000 \\"x\\" }}"',
     '{app="web"} | line_format "{{ range 100000000 }}x{{ end }}"',
@@ -93,10 +128,34 @@ AMPLIFIERS = [
     '{app="db"} | logfmt | unpack | json',
 ]
 PARAM_NAMES = {
-    "query": 6, "start": 4, "end": 4, "since": 2, "step": 3, "interval": 2, "limit": 3, "direction": 2, "time": 2,
-    "match[]": 2, "match": 1, "targetLabels": 1, "aggregateBy": 1, "delay_for": 1, "request_id": 1, "force": 1,
-    "mode": 1, "log_level": 1, "flush": 1, "delete_ring_tokens": 1, "terminate": 1, "forget": 1, "type": 1,
-    "line_limit": 1, "field_limit": 1, "fields": 1, "labels": 1, "x": 1,
+    "query": 6,
+    "start": 4,
+    "end": 4,
+    "since": 2,
+    "step": 3,
+    "interval": 2,
+    "limit": 3,
+    "direction": 2,
+    "time": 2,
+    "match[]": 2,
+    "match": 1,
+    "targetLabels": 1,
+    "aggregateBy": 1,
+    "delay_for": 1,
+    "request_id": 1,
+    "force": 1,
+    "mode": 1,
+    "log_level": 1,
+    "flush": 1,
+    "delete_ring_tokens": 1,
+    "terminate": 1,
+    "forget": 1,
+    "type": 1,
+    "line_limit": 1,
+    "field_limit": 1,
+    "fields": 1,
+    "labels": 1,
+    "x": 1,
 }
 _NAMES, _WEIGHTS = list(PARAM_NAMES), list(PARAM_NAMES.values())
 
@@ -138,18 +197,23 @@ def param_value(rnd: Rnd, name: str) -> str:
 def fill_path(rnd: Rnd, template: str) -> str:
     def segment(match: re.Match) -> str:
         if match.group(0).endswith(":path}"):
-            parts = [rnd.choice(["ns", "ns/group", "a%2Fb", "..", "", "x" * 300, fz.text(rnd, 10)])
-                     for _ in range(rnd.randint(0, 3))]
+            parts = [
+                rnd.choice(["ns", "ns/group", "a%2Fb", "..", "", "x" * 300, fz.text(rnd, 10)])
+                for _ in range(rnd.randint(0, 3))
+            ]
             return "/".join(quote(p, safe="%/", errors="surrogatepass") for p in parts)
         value = rnd.choice(["app", "env", "__name__", "x y", "..", "%2F", "\u00e9", "level", fz.text(rnd, 12)])
         return quote(value, safe="", errors="surrogatepass")
+
     return re.sub(r"\{[^}]+\}", segment, template)
 
 
 def rule_body(rnd: Rnd) -> bytes:
-    group = ("name: g{n}\ninterval: 1m\nrules:\n  - alert: A\n    expr: sum(rate({{app=\"web\"}}[5m])) > {n}\n"
-             "    for: 1m\n    labels:\n      severity: page\n"
-             "    annotations:\n      summary: \"{{{{ $labels.app }}}}\"\n").format(n=rnd.randint(0, 9))
+    group = (
+        'name: g{n}\ninterval: 1m\nrules:\n  - alert: A\n    expr: sum(rate({{app="web"}}[5m])) > {n}\n'
+        "    for: 1m\n    labels:\n      severity: page\n"
+        '    annotations:\n      summary: "{{{{ $labels.app }}}}"\n'
+    ).format(n=rnd.randint(0, 9))
     roll = rnd.random()
     if roll < 0.3:
         return group.encode()
@@ -237,9 +301,11 @@ class Tally:
         return sum(self.by_class.values())
 
     def report(self, title: str, seconds: float) -> str:
-        lines = [f"== {title}: {self.total} requests over {len(self.by_route)} routes in {seconds:.1f} s",
-                 "   by status class: " + ", ".join(f"{k}={v}" for k, v in sorted(self.by_class.items())),
-                 f"   slower than {self.slow_s:g} s: {len(self.slow)}"]
+        lines = [
+            f"== {title}: {self.total} requests over {len(self.by_route)} routes in {seconds:.1f} s",
+            "   by status class: " + ", ".join(f"{k}={v}" for k, v in sorted(self.by_class.items())),
+            f"   slower than {self.slow_s:g} s: {len(self.slow)}",
+        ]
         lines += [f"     {s:.2f} s  {what}" for s, what in sorted(self.slow, reverse=True)[:50]]
         lines.append(f"   5xx / transport errors: {len(self.errors)}")
         lines += [f"     {status}  {what}\n        -> {text!r}" for status, what, text in self.errors]

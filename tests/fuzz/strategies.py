@@ -6,6 +6,7 @@ Hypothesis draws a seed and a few top-level choices; the input itself is built w
 seeded `random.Random`, which keeps generation cheap enough for thousands of examples
 (failures stay reproducible, but shrink less than fully structured strategies would).
 """
+
 from __future__ import annotations
 
 import functools
@@ -72,8 +73,13 @@ tenants = seeded(tenant)
 
 _NAMES = ["app", "env", "job", "level", "service_name", "__name__", "__tenant_id__", "a-b", "1x", "trace.id"]
 _VALUES = ["web", "db", "", "prod", "a" * 3000]
-_LINES = ['{"level":"error","msg":"x","n":{"m":[1,2]}}', "level=info msg=hi x=5ms", "x" * 5000,
-          "\x1b[31mred\x1b[0m", "10.0.0.1 GET /x 200"]
+_LINES = [
+    '{"level":"error","msg":"x","n":{"m":[1,2]}}',
+    "level=info msg=hi x=5ms",
+    "x" * 5000,
+    "\x1b[31mred\x1b[0m",
+    "10.0.0.1 GET /x 200",
+]
 
 
 def _name(rnd: Rnd) -> str:
@@ -96,11 +102,20 @@ def _timestamp(rnd: Rnd) -> int:
 
 
 def _clean_push_streams(rnd: Rnd) -> list[PushStream]:
-    return [PushStream(Labels({"app": rnd.choice(["web", "db", "api"]), "env": rnd.choice(["prod", "dev"])}.items()),
-                       [Entry(rnd.randint(NOW_S * NS, (NOW_S + 3600) * NS), rnd.choice(_LINES[:2] + _LINES[3:]),
-                              (("trace_id", str(rnd.randint(0, 9))),) if rnd.random() < 0.3 else ())
-                        for _ in range(rnd.randint(1, 5))])
-            for _ in range(rnd.randint(1, 3))]
+    return [
+        PushStream(
+            Labels({"app": rnd.choice(["web", "db", "api"]), "env": rnd.choice(["prod", "dev"])}.items()),
+            [
+                Entry(
+                    rnd.randint(NOW_S * NS, (NOW_S + 3600) * NS),
+                    rnd.choice(_LINES[:2] + _LINES[3:]),
+                    (("trace_id", str(rnd.randint(0, 9))),) if rnd.random() < 0.3 else (),
+                )
+                for _ in range(rnd.randint(1, 5))
+            ],
+        )
+        for _ in range(rnd.randint(1, 3))
+    ]
 
 
 def push_streams(rnd: Rnd) -> list[PushStream]:
@@ -123,9 +138,13 @@ def _clean(value: str) -> str:
 
 
 def _without_surrogates(streams: list[PushStream]) -> list[PushStream]:
-    return [PushStream(Labels((_clean(k), _clean(v)) for k, v in s.labels),
-                       [Entry(e.ts, _clean(e.line), tuple((_clean(k), _clean(v)) for k, v in e.metadata))
-                        for e in s.entries]) for s in streams]
+    return [
+        PushStream(
+            Labels((_clean(k), _clean(v)) for k, v in s.labels),
+            [Entry(e.ts, _clean(e.line), tuple((_clean(k), _clean(v)) for k, v in e.metadata)) for e in s.entries],
+        )
+        for s in streams
+    ]
 
 
 # ---------------------------------------------------------------- byte mutation
@@ -142,7 +161,7 @@ def mutate(rnd: Rnd, data: bytes) -> bytes:
         if op == "flip" and out:
             out[pos] ^= 1 << rnd.randint(0, 7)
         elif op == "delete" and out:
-            del out[pos:pos + rnd.randint(1, 8)]
+            del out[pos : pos + rnd.randint(1, 8)]
         elif op == "insert":
             out[pos:pos] = rnd.choice(_SPLICES) if rnd.random() < 0.5 else rnd.randbytes(rnd.randint(1, 8))
         elif op == "truncate":
@@ -161,7 +180,11 @@ _ODD_JSON = [
     {"streams": [{"stream": {"a": "b"}, "values": [[str(NOW_S * NS), "x", {}, "extra"]]}]},
     {"streams": [{"labels": '{a="b"}', "entries": [{"ts": "2026-11-01T00:00:00Z", "line": "legacy"}]}]},
     {"streams": [{"labels": "{a=", "entries": [{"ts": "not a time", "line": 1}]}]},
-    {"streams": {"not": "a list"}}, [], "streams", None, {"streams": [None, 1, "x", []]},
+    {"streams": {"not": "a list"}},
+    [],
+    "streams",
+    None,
+    {"streams": [None, 1, "x", []]},
     {"streams": [{"stream": {}, "values": [[str(NOW_S * NS), "no labels"]]}]},
 ]
 
@@ -184,8 +207,9 @@ def _json_body(rnd: Rnd) -> bytes:
     if roll < 0.6:
         document = json.loads(encode_push_json(_without_surrogates(streams := push_streams(rnd))))
         for stream, original in zip(document["streams"], streams, strict=True):  # put lone surrogates back
-            stream["values"] = [[str(e.ts), e.line, dict(e.metadata)] if e.metadata else [str(e.ts), e.line]
-                                for e in original.entries]
+            stream["values"] = [
+                [str(e.ts), e.line, dict(e.metadata)] if e.metadata else [str(e.ts), e.line] for e in original.entries
+            ]
         ascii_only = rnd.random() < 0.5  # \ud800 escapes, or raw invalid UTF-8 bytes
         body = json.dumps(document, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
         if rnd.random() < 0.5:
@@ -248,12 +272,25 @@ def bombs(size: int) -> tuple[tuple[bytes, str], ...]:
     plain = b"\0" * size
     member = gzip.compress(b"[" * (size // 4), compresslevel=9)
     raw = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    return ((gzip.compress(plain, compresslevel=9), "gzip"), (zlib.compress(plain, 9), "deflate"),
-            (raw.compress(plain) + raw.flush(), "deflate"), (member * 5, "gzip"), (SNAPPY_LIE, ""))
+    return (
+        (gzip.compress(plain, compresslevel=9), "gzip"),
+        (zlib.compress(plain, 9), "deflate"),
+        (raw.compress(plain) + raw.flush(), "deflate"),
+        (member * 5, "gzip"),
+        (SNAPPY_LIE, ""),
+    )
 
 
-_CONTENT_TYPES = ["", "text/plain", "application/json; charset=utf-8", "application/x-protobuf;;", "/", "a/b/c",
-                  "application/json\u00e9", "multipart/form-data; boundary=x"]
+_CONTENT_TYPES = [
+    "",
+    "text/plain",
+    "application/json; charset=utf-8",
+    "application/x-protobuf;;",
+    "/",
+    "a/b/c",
+    "application/json\u00e9",
+    "multipart/form-data; boundary=x",
+]
 _ENCODINGS = ["gzip", "deflate", "br", "snappy", "identity", "GZIP", "x-gzip, gzip", ""]
 
 
@@ -296,10 +333,26 @@ def push_requests(bomb_size: int = 8 << 20) -> st.SearchStrategy[tuple[bytes, di
 
 
 def otlp_request(rnd: Rnd) -> tuple[bytes, dict[str, str]]:
-    valid = json.dumps({"resourceLogs": [{"resource": {"attributes": [
-        {"key": "service.name", "value": {"stringValue": "svc"}}]}, "scopeLogs": [{"logRecords": [
-            {"timeUnixNano": str(NOW_S * NS), "body": {"stringValue": "x"}, "attributes": [
-                {"key": "k", "value": {"intValue": "5"}}]}]}]}]}).encode()
+    valid = json.dumps(
+        {
+            "resourceLogs": [
+                {
+                    "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]},
+                    "scopeLogs": [
+                        {
+                            "logRecords": [
+                                {
+                                    "timeUnixNano": str(NOW_S * NS),
+                                    "body": {"stringValue": "x"},
+                                    "attributes": [{"key": "k", "value": {"intValue": "5"}}],
+                                }
+                            ]
+                        }
+                    ],
+                }
+            ]
+        }
+    ).encode()
     body = rnd.choice([valid, mutate(rnd, valid), rnd.randbytes(rnd.randint(0, 200)), b"", b"{}"])
     headers = {"Content-Type": rnd.choice(["application/json", "application/x-protobuf", "text/plain", ""])}
     encoding = rnd.choice(["", "", "gzip", "deflate"])
@@ -315,30 +368,83 @@ otlp_requests = seeded(otlp_request)
 # ---------------------------------------------------------------- LogQL
 
 _STAGES = [
-    '|= "error"', '!= "x"', '|~ "err.*"', '!~ "("', "| json", "| logfmt", '| regexp "(?P<x>\\\\w+)"',
-    '| pattern "<_> <x>"', "| unpack", '| line_format "{{.app}} {{ .x | upper }}"', '| label_format y="{{.x}}"',
-    '| level =~ "e.*"', "| x > 10", "| x > 10ms", "| x > 1KB", "| drop x", "| keep app", "| decolorize",
-    '| json a="b.c", d="e[0]"', '|= ip("10.0.0.0/8")', '| line_format "{{ regexReplaceAll \\"(\\" .x \\"\\" }}"',
-    '| __error__ = ""', '|> "<_> error"', '| x = ip("1.2.3.4")', "| logfmt --strict", "| json | x > 5 or y < 2",
-    '| line_format "{{ .x | div 0 }}"', '| line_format "{{ range $i := .x }}{{ end }}"', '| label_format x=y',
-    "| regexp \"(?P<x>\"", '| pattern "<x"', "| x == 1e308", "| x > 18446744073709551616",
+    '|= "error"',
+    '!= "x"',
+    '|~ "err.*"',
+    '!~ "("',
+    "| json",
+    "| logfmt",
+    '| regexp "(?P<x>\\\\w+)"',
+    '| pattern "<_> <x>"',
+    "| unpack",
+    '| line_format "{{.app}} {{ .x | upper }}"',
+    '| label_format y="{{.x}}"',
+    '| level =~ "e.*"',
+    "| x > 10",
+    "| x > 10ms",
+    "| x > 1KB",
+    "| drop x",
+    "| keep app",
+    "| decolorize",
+    '| json a="b.c", d="e[0]"',
+    '|= ip("10.0.0.0/8")',
+    '| line_format "{{ regexReplaceAll \\"(\\" .x \\"\\" }}"',
+    '| __error__ = ""',
+    '|> "<_> error"',
+    '| x = ip("1.2.3.4")',
+    "| logfmt --strict",
+    "| json | x > 5 or y < 2",
+    '| line_format "{{ .x | div 0 }}"',
+    '| line_format "{{ range $i := .x }}{{ end }}"',
+    "| label_format x=y",
+    '| regexp "(?P<x>"',
+    '| pattern "<x"',
+    "| x == 1e308",
+    "| x > 18446744073709551616",
 ]
 _UNWRAPS = ["| unwrap x", "| unwrap bytes(x)", "| unwrap duration(x)", "| unwrap duration_seconds(x)"]
 _RANGE_FNS = ["count_over_time", "rate", "bytes_over_time", "bytes_rate", "absent_over_time"]
-_UNWRAP_FNS = ["sum_over_time", "avg_over_time", "max_over_time", "min_over_time", "quantile_over_time",
-               "first_over_time", "last_over_time", "stddev_over_time", "stdvar_over_time", "rate_counter", "rate"]
+_UNWRAP_FNS = [
+    "sum_over_time",
+    "avg_over_time",
+    "max_over_time",
+    "min_over_time",
+    "quantile_over_time",
+    "first_over_time",
+    "last_over_time",
+    "stddev_over_time",
+    "stdvar_over_time",
+    "rate_counter",
+    "rate",
+]
 _RANGES = ["1m", "5m", "1s", "0s", "1h", "1y", "30d", "1ms", "999999999h", "1m1s"]
 _MATCHER_NAMES = ["app", "env", "job", "__tenant_id__", "level", "trace_id"]
 _MATCHER_VALUES = ["web", "db", ".+", "", "(", "a|b", "x.*", "\\\\", ".*", "\u00e9"]
-_SNIPPETS = ["", "{}", '{app=""}', "vector(1)", "1+1", '{app=~".*"}', 'sum(rate({app="web"}[1m])) by (app)',
-             "(" * 200 + ")" * 200, "{" * 50, '{app="web"} | json | line_format "{{"', "sum by (",
-             '{app="web"} |= `raw`', 'count_over_time({app="web"}[5m]) / 0', 'topk(99999999999, {app="web"})',
-             'sort_desc(count_over_time({app="web"}[1m]))', '{app="web"} | json | __error__ != ""']
+_SNIPPETS = [
+    "",
+    "{}",
+    '{app=""}',
+    "vector(1)",
+    "1+1",
+    '{app=~".*"}',
+    'sum(rate({app="web"}[1m])) by (app)',
+    "(" * 200 + ")" * 200,
+    "{" * 50,
+    '{app="web"} | json | line_format "{{"',
+    "sum by (",
+    '{app="web"} |= `raw`',
+    'count_over_time({app="web"}[5m]) / 0',
+    'topk(99999999999, {app="web"})',
+    'sort_desc(count_over_time({app="web"}[1m]))',
+    '{app="web"} | json | __error__ != ""',
+]
 
 
 def selector(rnd: Rnd) -> str:
-    pairs = [f'{rnd.choice(_MATCHER_NAMES)}{rnd.choice(["=", "!=", "=~", "!~"])}"{rnd.choice(_MATCHER_VALUES)}"'
-             for _ in range(rnd.randint(1, 3))]
+    pairs = [
+        f'{rnd.choice(_MATCHER_NAMES)}{rnd.choice(["=", "!=", "=~", "!~"])}"{rnd.choice(_MATCHER_VALUES)}"'
+        for _ in range(rnd.randint(1, 3))
+    ]
     return "{" + ", ".join(pairs) + "}"
 
 
@@ -358,12 +464,34 @@ def metric_query(rnd: Rnd) -> str:
         param = "2, " if agg in ("topk", "bottomk", "approx_topk") else ""
         q = f"{agg}{rnd.choice(['', ' by (app)', ' without (env)', ' by ()'])}({param}{q})"
     if rnd.random() < 0.4:
-        op = rnd.choice([" + ", " / ", " > ", " and ", " or ", " unless ", " % ", " ^ ", " == bool ",
-                         " / on(app) group_left ", " * ignoring(env) "])
+        op = rnd.choice(
+            [
+                " + ",
+                " / ",
+                " > ",
+                " and ",
+                " or ",
+                " unless ",
+                " % ",
+                " ^ ",
+                " == bool ",
+                " / on(app) group_left ",
+                " * ignoring(env) ",
+            ]
+        )
         q = f"{q}{op}{rnd.choice(['1', '0', 'vector(1)', q, '-Inf', 'NaN'])}"
     if rnd.random() < 0.3:
-        q = rnd.choice(['label_replace({q}, "dst", "$1", "app", "(.*)")', "sum_over_time(({q})[5m:1m])",
-                        "{q} > 0", "-{q}", "({q})", "absent({q})", "clamp_min({q}, 1)"]).replace("{q}", q)
+        q = rnd.choice(
+            [
+                'label_replace({q}, "dst", "$1", "app", "(.*)")',
+                "sum_over_time(({q})[5m:1m])",
+                "{q} > 0",
+                "-{q}",
+                "({q})",
+                "absent({q})",
+                "clamp_min({q}, 1)",
+            ]
+        ).replace("{q}", q)
     return q
 
 
@@ -402,11 +530,49 @@ selectors = seeded(selector_text)
 
 # ---------------------------------------------------------------- parameters
 
-_TIMES = [str(NOW_S * NS), str((NOW_S + 3600) * NS), str(NOW_S), f"{NOW_S}.5", "2026-11-01T00:00:00Z",
-          "2026-11-01T00:00:00.123456789+01:00", "0", "-1", "1e30", "NaN", "inf", "-inf", "9" * 30, "now",
-          "2026-13-45T99:99:99Z", "", " 1 ", str(2**63), str(-(2**63) - 1), "1.7976931348623157e308"]
-_DURATIONS = ["1s", "15", "0", "-1", "0.001", "1ms", "1y", "1h30m", "NaN", "inf", "1e-300", "1e300", "", "5m",
-              "300ms", "1.5", "1ns", "-5m", "9999999999999999999h"]
+_TIMES = [
+    str(NOW_S * NS),
+    str((NOW_S + 3600) * NS),
+    str(NOW_S),
+    f"{NOW_S}.5",
+    "2026-11-01T00:00:00Z",
+    "2026-11-01T00:00:00.123456789+01:00",
+    "0",
+    "-1",
+    "1e30",
+    "NaN",
+    "inf",
+    "-inf",
+    "9" * 30,
+    "now",
+    "2026-13-45T99:99:99Z",
+    "",
+    " 1 ",
+    str(2**63),
+    str(-(2**63) - 1),
+    "1.7976931348623157e308",
+]
+_DURATIONS = [
+    "1s",
+    "15",
+    "0",
+    "-1",
+    "0.001",
+    "1ms",
+    "1y",
+    "1h30m",
+    "NaN",
+    "inf",
+    "1e-300",
+    "1e300",
+    "",
+    "5m",
+    "300ms",
+    "1.5",
+    "1ns",
+    "-5m",
+    "9999999999999999999h",
+]
 _LIMITS = ["1", "0", "-1", "100", "5001", "999999999999999999999", "1.5", "", "abc", "2"]
 _DIRECTIONS = ["forward", "backward", "FORWARD", "sideways", ""]
 
@@ -425,8 +591,11 @@ def _clean_query_params(rnd: Rnd, instant: bool) -> dict[str, str]:
     if instant:
         params["time"] = str((NOW_S + rnd.randint(0, 3600)) * NS)
     else:
-        params.update(start=str(NOW_S * NS), end=str((NOW_S + rnd.choice([60, 600, 3600])) * NS),
-                      step=rnd.choice(["15", "1m", "5m", "10s"]))
+        params.update(
+            start=str(NOW_S * NS),
+            end=str((NOW_S + rnd.choice([60, 600, 3600])) * NS),
+            step=rnd.choice(["15", "1m", "5m", "10s"]),
+        )
     return params
 
 
@@ -437,9 +606,13 @@ def query_param_set(rnd: Rnd, instant: bool) -> dict[str, str]:
     if instant:
         params["time"] = _maybe(rnd, _TIMES)
     else:
-        params.update(start=_maybe(rnd, _TIMES), end=_maybe(rnd, _TIMES), step=_maybe(rnd, _DURATIONS),
-                      interval=_maybe(rnd, _DURATIONS, 4) if rnd.random() < 0.3 else None,
-                      since=_maybe(rnd, _DURATIONS, 4) if rnd.random() < 0.3 else None)
+        params.update(
+            start=_maybe(rnd, _TIMES),
+            end=_maybe(rnd, _TIMES),
+            step=_maybe(rnd, _DURATIONS),
+            interval=_maybe(rnd, _DURATIONS, 4) if rnd.random() < 0.3 else None,
+            since=_maybe(rnd, _DURATIONS, 4) if rnd.random() < 0.3 else None,
+        )
         if rnd.random() < 0.5:  # many ranges over the seeded data, so the evaluator does real work
             params.update(start=str(NOW_S * NS), end=str((NOW_S + 3600) * NS))
     return {k: v for k, v in params.items() if v is not None}
@@ -450,8 +623,12 @@ def query_params(*, instant: bool) -> st.SearchStrategy[dict[str, str]]:
 
 
 def metadata_param_set(rnd: Rnd) -> dict[str, str]:
-    params = {"start": _maybe(rnd, _TIMES), "end": _maybe(rnd, _TIMES), "since": _maybe(rnd, _DURATIONS, 4),
-              "query": selector_text(rnd) if rnd.random() < 0.7 else None}
+    params = {
+        "start": _maybe(rnd, _TIMES),
+        "end": _maybe(rnd, _TIMES),
+        "since": _maybe(rnd, _DURATIONS, 4),
+        "query": selector_text(rnd) if rnd.random() < 0.7 else None,
+    }
     return {k: v for k, v in params.items() if v is not None}
 
 
@@ -459,5 +636,7 @@ def metadata_params() -> st.SearchStrategy[dict[str, str]]:
     return seeded(metadata_param_set)
 
 
-label_names = st.one_of(st.sampled_from(["app", "env", "__name__", "__tenant_id__", "x y", "..", "%2F", "\u00e9"]),
-                        seeded(lambda rnd: text(rnd, 12).replace("/", "") or "x"))
+label_names = st.one_of(
+    st.sampled_from(["app", "env", "__name__", "__tenant_id__", "x y", "..", "%2F", "\u00e9"]),
+    seeded(lambda rnd: text(rnd, 12).replace("/", "") or "x"),
+)

@@ -5,6 +5,7 @@ ingesters and querier (tests/fuzz/harness.py); no Ray. Inputs tried per endpoint
 5xx seen are printed at the end of the module (run with -s). Sized to finish in well
 under a minute; FUZZ_SCALE=10 runs ten times as many examples.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,14 @@ from hypothesis import strategies as st
 
 from tests.fuzz import strategies as fz
 from tests.fuzz.harness import (
-    Client, InProcessBackend, Stopwatch, build_app, form_encode, harness_config, report, seed_data,
+    Client,
+    InProcessBackend,
+    Stopwatch,
+    build_app,
+    form_encode,
+    harness_config,
+    report,
+    seed_data,
 )
 
 SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
@@ -26,18 +34,26 @@ MAX_DECOMPRESSED = 4 << 20
 
 def fuzz(examples: int):
     # No shrinking: inputs come from a seeded Random, so a failure is reported as drawn (and reproducible).
-    return settings(max_examples=max(1, int(examples * SCALE)), deadline=None, database=None,
-                    phases=[Phase.explicit, Phase.generate],
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=max(1, int(examples * SCALE)),
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("fuzz-asgi"))
-    cfg = harness_config(root, f"-server.max-request-body-bytes={MAX_BODY}",
-                      f"-server.max-decompressed-body-bytes={MAX_DECOMPRESSED}",
-                      "-limits.reject-old-samples=false", "-distributor.ingestion-rate-limit-mb=1000",
-                      "-distributor.ingestion-burst-size-mb=1000")
+    cfg = harness_config(
+        root,
+        f"-server.max-request-body-bytes={MAX_BODY}",
+        f"-server.max-decompressed-body-bytes={MAX_DECOMPRESSED}",
+        "-limits.reject-old-samples=false",
+        "-distributor.ingestion-rate-limit-mb=1000",
+        "-distributor.ingestion-burst-size-mb=1000",
+    )
     c = Client(build_app(InProcessBackend(cfg, root)))
     _seed(c)
     clock = Stopwatch()
@@ -62,8 +78,11 @@ def _ok(resp) -> None:
 
 
 @fuzz(1000)
-@given(request=fz.push_requests(bomb_size=2 * MAX_DECOMPRESSED), tenant=fz.tenants,
-       path=st.sampled_from(["/loki/api/v1/push", "/svc/api/v1/push", "/api/prom/push"]))
+@given(
+    request=fz.push_requests(bomb_size=2 * MAX_DECOMPRESSED),
+    tenant=fz.tenants,
+    path=st.sampled_from(["/loki/api/v1/push", "/svc/api/v1/push", "/api/prom/push"]),
+)
 def test_push(client, request, tenant, path):
     body, headers = request
     resp = client.request("push", "POST", path, content=body, headers={**_headers(tenant), **headers})
@@ -90,8 +109,13 @@ def test_bodies_beyond_the_cap_get_413(client):
     resp = client.request("push", "POST", "/loki/api/v1/push", content=chunks(), headers=headers)
     assert resp.status_code == 413, resp.text
     for body, encoding in fz.bombs(2 * MAX_DECOMPRESSED):
-        resp = client.request("push", "POST", "/loki/api/v1/push", content=body,
-                              headers={**headers, "Content-Encoding": encoding} if encoding else headers)
+        resp = client.request(
+            "push",
+            "POST",
+            "/loki/api/v1/push",
+            content=body,
+            headers={**headers, "Content-Encoding": encoding} if encoding else headers,
+        )
         assert 400 <= resp.status_code < 500, resp.text
 
 
@@ -134,13 +158,19 @@ def test_labels(client, params, tenant):
 def test_label_values(client, name, params, tenant):
     from urllib.parse import quote
 
-    _ok(client.request("label_values", "GET", f"/loki/api/v1/label/{quote(name, safe='', errors='surrogatepass')}/values", params=params,
-                   headers=_headers(tenant)))
+    _ok(
+        client.request(
+            "label_values",
+            "GET",
+            f"/loki/api/v1/label/{quote(name, safe='', errors='surrogatepass')}/values",
+            params=params,
+            headers=_headers(tenant),
+        )
+    )
 
 
 @fuzz(200)
-@given(matches=st.lists(fz.selectors, max_size=3), params=fz.metadata_params(), tenant=fz.tenants,
-       post=st.booleans())
+@given(matches=st.lists(fz.selectors, max_size=3), params=fz.metadata_params(), tenant=fz.tenants, post=st.booleans())
 def test_series(client, matches, params, tenant, post):
     params.pop("query", None)
     pairs = list(params.items()) + [("match[]", m) for m in matches]
@@ -162,16 +192,27 @@ def test_index_stats(client, params, tenant):
 
 
 @fuzz(200)
-@given(params=fz.metadata_params(), extra=st.fixed_dictionaries({}, optional={
-    "limit": st.sampled_from(["1", "0", "-5", "x", "100000"]),
-    "targetLabels": st.sampled_from(["app", "app,env", ",", "", "__name__"]),
-    "aggregateBy": st.sampled_from(["series", "labels", "bogus", ""]),
-    "step": st.sampled_from(["1m", "0", "-1s", "x", "0.001", "1"])}),
-    ranged=st.booleans(), tenant=fz.tenants)
+@given(
+    params=fz.metadata_params(),
+    extra=st.fixed_dictionaries(
+        {},
+        optional={
+            "limit": st.sampled_from(["1", "0", "-5", "x", "100000"]),
+            "targetLabels": st.sampled_from(["app", "app,env", ",", "", "__name__"]),
+            "aggregateBy": st.sampled_from(["series", "labels", "bogus", ""]),
+            "step": st.sampled_from(["1m", "0", "-1s", "x", "0.001", "1"]),
+        },
+    ),
+    ranged=st.booleans(),
+    tenant=fz.tenants,
+)
 def test_volume(client, params, extra, ranged, tenant):
     path = "/loki/api/v1/index/volume_range" if ranged else "/loki/api/v1/index/volume"
-    _ok(client.request("volume_range" if ranged else "volume", "GET", path, params={**params, **extra},
-                   headers=_headers(tenant)))
+    _ok(
+        client.request(
+            "volume_range" if ranged else "volume", "GET", path, params={**params, **extra}, headers=_headers(tenant)
+        )
+    )
 
 
 @fuzz(300)

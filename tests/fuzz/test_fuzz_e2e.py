@@ -2,6 +2,7 @@
 
 Bounded: FUZZ_E2E_EXAMPLES inputs per endpoint (default 200). Counts are printed at the end (-s).
 """
+
 from __future__ import annotations
 
 import os
@@ -100,11 +101,16 @@ def test_queries(svc, tally, endpoint):
     _run(svc, tally, endpoint, build)
 
 
-@pytest.mark.parametrize("endpoint,path", [("labels", "/loki/api/v1/labels"),
-                                           ("index_stats", "/loki/api/v1/index/stats"),
-                                           ("volume", "/loki/api/v1/index/volume"),
-                                           ("series", "/loki/api/v1/series"),
-                                           ("label_values", None)])
+@pytest.mark.parametrize(
+    "endpoint,path",
+    [
+        ("labels", "/loki/api/v1/labels"),
+        ("index_stats", "/loki/api/v1/index/stats"),
+        ("volume", "/loki/api/v1/index/volume"),
+        ("series", "/loki/api/v1/series"),
+        ("label_values", None),
+    ],
+)
 def test_metadata(svc, tally, endpoint, path):
     def build(rnd):
         params = list(fz.metadata_param_set(rnd).items())

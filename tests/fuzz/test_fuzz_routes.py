@@ -5,6 +5,7 @@ in-process components (tests/fuzz/harness.py `build_full_app`), no Ray. One swee
 few seeded requests to every route, then hypothesis draws more over random routes. Counts by
 status class are printed at the end (run with -s). FUZZ_SCALE=10 runs ten times as many.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,10 +28,16 @@ ROUTES = gateway_routes()
 @pytest.fixture(scope="module")
 def fuzz(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("fuzz-routes"))
-    cfg = harness_config(root, "-server.max-request-body-bytes=1048576", "-server.max-decompressed-body-bytes=4194304",
-                         "-limits.reject-old-samples=false", "-distributor.ingestion-rate-limit-mb=1000",
-                         "-distributor.ingestion-burst-size-mb=1000", "-pattern-ingester.enabled=true",
-                         "-ruler.enable-api=true")
+    cfg = harness_config(
+        root,
+        "-server.max-request-body-bytes=1048576",
+        "-server.max-decompressed-body-bytes=4194304",
+        "-limits.reject-old-samples=false",
+        "-distributor.ingestion-rate-limit-mb=1000",
+        "-distributor.ingestion-burst-size-mb=1000",
+        "-pattern-ingester.enabled=true",
+        "-ruler.enable-api=true",
+    )
     client = Client(build_full_app(InProcessBackend(cfg, root)))
     seed_data(client)
     tally = Tally(slow_s=SLOW_S)
@@ -58,8 +65,13 @@ def test_every_route_of_the_table_is_fuzzed(fuzz):
     assert not tally.slow, tally.report("sweep", 0)
 
 
-@settings(max_examples=max(1, int(1000 * SCALE)), deadline=None, database=None,
-          phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=max(1, int(1000 * SCALE)),
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
 @given(rnd=st.randoms(use_true_random=False), index=st.integers(0, len(ROUTES) - 1))
 def test_random_requests_over_the_route_table(fuzz, rnd, index):
     client, tally = fuzz

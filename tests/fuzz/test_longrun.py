@@ -1,4 +1,5 @@
 """The long-run fuzzer's guards and report (the run itself is the coordinator's; see longrun.py)."""
+
 import random
 
 import pytest

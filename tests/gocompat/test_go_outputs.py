@@ -1,6 +1,7 @@
 """svclog.gocompat against Go's own answers: each expected value is what the Go function prints or
 returns for the input (strconv.Quote, time.ParseDuration, time.Duration.String, Prometheus
 model.Duration.String, go-humanize ParseBytes), errors included."""
+
 import pytest
 
 from svclog.gocompat.durations import format_go_duration, format_prom_duration, parse_go_duration
@@ -38,8 +39,13 @@ def test_quote_to_ascii(value, expected):
 
 
 def test_quote_rune():
-    assert [quote_rune(c) for c in (ord("a"), ord("'"), 0x0B, -1, 0xD800)] == ["'a'", r"'\''", r"'\v'", "'\ufffd'",
-                                                                                "'\ufffd'"]
+    assert [quote_rune(c) for c in (ord("a"), ord("'"), 0x0B, -1, 0xD800)] == [
+        "'a'",
+        r"'\''",
+        r"'\v'",
+        "'\ufffd'",
+        "'\ufffd'",
+    ]
 
 
 def test_unquote_undoes_quote():
@@ -49,10 +55,23 @@ def test_unquote_undoes_quote():
 
 # time.ParseDuration
 DURATIONS = [
-    ("0", 0), ("+0", 0), ("-0", 0), ("1ns", 1), ("1.5h", 90 * M), ("1h30m", 90 * M), (".5s", 500 * MS),
-    ("1.s", S), ("-1.5m", -90 * S), ("+5s", 5 * S), ("1h1h", 2 * H), ("1µs", 1000), ("1μs", 1000), ("1us", 1000),
+    ("0", 0),
+    ("+0", 0),
+    ("-0", 0),
+    ("1ns", 1),
+    ("1.5h", 90 * M),
+    ("1h30m", 90 * M),
+    (".5s", 500 * MS),
+    ("1.s", S),
+    ("-1.5m", -90 * S),
+    ("+5s", 5 * S),
+    ("1h1h", 2 * H),
+    ("1µs", 1000),
+    ("1μs", 1000),
+    ("1us", 1000),
     ("1.0000000001s", S),  # the fraction scales through float64 and truncates
-    ("9223372036854775807ns", (1 << 63) - 1), ("-9223372036854775808ns", -(1 << 63)),
+    ("9223372036854775807ns", (1 << 63) - 1),
+    ("-9223372036854775808ns", -(1 << 63)),
     ("2562047h47m16.854775807s", (1 << 63) - 1),
 ]
 DURATION_ERRORS = [
@@ -82,8 +101,17 @@ def test_parse_duration_errors(text, message):
 
 
 # time.Duration.String
-GO_STRINGS = [(0, "0s"), (1, "1ns"), (1500, "1.5µs"), (250 * MS, "250ms"), (1500 * MS, "1.5s"), (90 * M, "1h30m0s"),
-              (-90 * S, "-1m30s"), (H, "1h0m0s"), ((1 << 63) - 1, "2562047h47m16.854775807s")]
+GO_STRINGS = [
+    (0, "0s"),
+    (1, "1ns"),
+    (1500, "1.5µs"),
+    (250 * MS, "250ms"),
+    (1500 * MS, "1.5s"),
+    (90 * M, "1h30m0s"),
+    (-90 * S, "-1m30s"),
+    (H, "1h0m0s"),
+    ((1 << 63) - 1, "2562047h47m16.854775807s"),
+]
 
 
 @pytest.mark.parametrize("ns,text", GO_STRINGS)
@@ -92,9 +120,22 @@ def test_go_duration_string(ns, text):
 
 
 # Prometheus model.Duration.String: years and weeks only when they divide exactly
-PROM_STRINGS = [(0, "0s"), (500_000, "0s"), (250 * MS, "250ms"), (1500 * MS, "1s500ms"), (5 * M, "5m"),
-                (90 * M, "1h30m"), (D, "1d"), (14 * D, "2w"), (28 * D, "4w"), (30 * D + H, "30d1h"), (90 * D, "90d"),
-                (365 * D, "1y"), (366 * D, "366d"), (730 * D, "2y")]
+PROM_STRINGS = [
+    (0, "0s"),
+    (500_000, "0s"),
+    (250 * MS, "250ms"),
+    (1500 * MS, "1s500ms"),
+    (5 * M, "5m"),
+    (90 * M, "1h30m"),
+    (D, "1d"),
+    (14 * D, "2w"),
+    (28 * D, "4w"),
+    (30 * D + H, "30d1h"),
+    (90 * D, "90d"),
+    (365 * D, "1y"),
+    (366 * D, "366d"),
+    (730 * D, "2y"),
+]
 
 
 @pytest.mark.parametrize("ns,text", PROM_STRINGS)
@@ -103,11 +144,25 @@ def test_prom_duration_string(ns, text):
 
 
 # go-humanize ParseBytes
-BYTES = [("42", 42), ("42B", 42), ("42 MB", 42_000_000), ("42 mib", 44_040_192), ("1,000", 1000), ("1.5KiB", 1536),
-         ("1KB ", 1000), ("1 kb", 1000), ("0", 0), ("5 EiB", 5 * 1024**6)]
-BYTE_ERRORS = [(" 1KB", 'strconv.ParseFloat: parsing "": invalid syntax'), ("9XB", "unhandled size name: xb"),
-               ("KB", 'strconv.ParseFloat: parsing "": invalid syntax'), ("20000EB", "too large: 20000EB"),
-               ("1.2.3", 'strconv.ParseFloat: parsing "1.2.3": invalid syntax')]
+BYTES = [
+    ("42", 42),
+    ("42B", 42),
+    ("42 MB", 42_000_000),
+    ("42 mib", 44_040_192),
+    ("1,000", 1000),
+    ("1.5KiB", 1536),
+    ("1KB ", 1000),
+    ("1 kb", 1000),
+    ("0", 0),
+    ("5 EiB", 5 * 1024**6),
+]
+BYTE_ERRORS = [
+    (" 1KB", 'strconv.ParseFloat: parsing "": invalid syntax'),
+    ("9XB", "unhandled size name: xb"),
+    ("KB", 'strconv.ParseFloat: parsing "": invalid syntax'),
+    ("20000EB", "too large: 20000EB"),
+    ("1.2.3", 'strconv.ParseFloat: parsing "1.2.3": invalid syntax'),
+]
 
 
 @pytest.mark.parametrize("text,n", BYTES)
@@ -125,10 +180,18 @@ def test_parse_bytes_errors(text, message):
 # strconv.ParseFloat and fmt
 def test_parse_float():
     assert [parse_float(t) for t in ("1", "-0.5", "1e3", "0x1p-2", "1_000", "Inf")] == [
-        1.0, -0.5, 1000.0, 0.25, 1000.0, float("inf")]
-    for text, message in (("1__000", 'strconv.ParseFloat: parsing "1__000": invalid syntax'),
-                          ("1e400", 'strconv.ParseFloat: parsing "1e400": value out of range'),
-                          ("\v", r'strconv.ParseFloat: parsing "\v": invalid syntax')):
+        1.0,
+        -0.5,
+        1000.0,
+        0.25,
+        1000.0,
+        float("inf"),
+    ]
+    for text, message in (
+        ("1__000", 'strconv.ParseFloat: parsing "1__000": invalid syntax'),
+        ("1e400", 'strconv.ParseFloat: parsing "1e400": value out of range'),
+        ("\v", r'strconv.ParseFloat: parsing "\v": invalid syntax'),
+    ):
         with pytest.raises(ValueError) as err:
             parse_float(text)
         assert str(err.value) == message
@@ -136,5 +199,11 @@ def test_parse_float():
 
 def test_float_formatting():
     assert [format_float_v(v) for v in (0.1, 1e21, 1e-5, 123456.0, 1234567.0, -0.0)] == [
-        "0.1", "1e+21", "1e-05", "123456", "1.234567e+06", "-0"]
+        "0.1",
+        "1e+21",
+        "1e-05",
+        "123456",
+        "1.234567e+06",
+        "-0",
+    ]
     assert [format_float_f(v) for v in (1e21, 0.000001, 2.5)] == ["1000000000000000000000", "0.000001", "2.5"]

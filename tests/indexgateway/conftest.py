@@ -1,4 +1,5 @@
 """A small object store: two tenants' streams flushed twice a day over three days (six index segments)."""
+
 import pyarrow as pa
 import pytest
 
@@ -13,8 +14,13 @@ DAY = schema.PERIOD_NS
 
 
 def _chunk(ts):
-    table = pa.table({"ts": pa.array(ts, pa.int64()), "line": [f"l{t}" for t in ts],
-                      "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type)})
+    table = pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "line": [f"l{t}" for t in ts],
+            "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type),
+        }
+    )
     return SealedChunk.from_table(table)
 
 
@@ -37,10 +43,11 @@ def store(tmp_path):
     chunks = ChunkStore(store)
     for day in range(3):  # three periods, two flushes (segments) each, two tenants
         for flush in range(2):
-            streams = [(Labels({"app": app, "pod": str(pod)}.items()), _chunk([day * DAY + flush * 10 + pod]))
-                       for app in ("api", "db") for pod in range(3)]
+            streams = [
+                (Labels({"app": app, "pod": str(pod)}.items()), _chunk([day * DAY + flush * 10 + pod]))
+                for app in ("api", "db")
+                for pod in range(3)
+            ]
             chunks.put_chunks("t1", streams, f"w{flush}")
             chunks.put_chunks("t2", streams[:2], f"w{flush}")
     return store
-
-

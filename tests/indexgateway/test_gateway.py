@@ -1,4 +1,5 @@
 """IndexGateway answers as the direct index read does, and its segment cache stays bounded."""
+
 import pytest
 
 from svclog.indexgateway.gateway import GatewaySettings, IndexGateway
@@ -20,8 +21,9 @@ LOOKUPS = [
 @pytest.mark.parametrize("tenant,matchers,start,end,shard", LOOKUPS)
 def test_lookups_equal_the_direct_index_read(store, tenant, matchers, start, end, shard):
     gateway, direct = IndexGateway(store), IndexReader(ObjectStore(store.root))
-    assert gateway.chunk_refs(tenant, matchers, start, end, shard) == direct.chunk_refs(tenant, matchers, start, end,
-                                                                                          shard)
+    assert gateway.chunk_refs(tenant, matchers, start, end, shard) == direct.chunk_refs(
+        tenant, matchers, start, end, shard
+    )
     assert gateway.series(tenant, matchers, start, end) == direct.series(tenant, matchers, start, end)
 
 

@@ -1,6 +1,7 @@
 """The querier's GatewayIndex: the tenant's gateway answers while one is healthy, else the querier reads.
 
 Ray-free: gateway handles are stand-ins whose `.remote` answers at once (ray.get is the identity)."""
+
 import pytest
 
 from svclog.actors import indexgateway_actor

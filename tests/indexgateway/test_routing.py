@@ -1,4 +1,5 @@
 """Tenants shard over the index-gateway ring; unhealthy gateways are skipped; no ring, no gateway."""
+
 import time
 
 from svclog.indexgateway.routing import gateways_for

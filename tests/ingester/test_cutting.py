@@ -1,4 +1,5 @@
 """Chunk cutting: by size on append, by idle time and by age on the flush tick; the flush queue."""
+
 from __future__ import annotations
 
 import pytest

@@ -187,12 +187,12 @@ def test_the_flush_tick_lets_pushes_in_between_streams(parts):
     ing.push("t1", [_stream("a", [1], ["x"]), _stream("b", [1], ["y"])])
     events: list = []
     for stream in ing.tenants["t1"].streams.values():
-        stream.head.compact = lambda name=stream.labels.to_dict()["app"]: events.append(name)
+        stream.head.compact = lambda name=stream.labels.to_dict()["app"]: events.append(name)  # noqa: B008  binds this stream's name now
     ing._lock = _DepthLock(events)
     ing.flush()
     compacted = [i for i, e in enumerate(events) if e != "free"]
     assert len(compacted) == 2
-    assert "free" in events[compacted[0] + 1:compacted[1]], events
+    assert "free" in events[compacted[0] + 1 : compacted[1]], events
 
 
 def test_a_checkpoint_copies_the_heads_after_releasing_the_lock(parts, monkeypatch):

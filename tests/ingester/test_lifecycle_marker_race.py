@@ -1,4 +1,5 @@
 """Concurrent prepare-shutdown calls: each write renames a temporary file of its own."""
+
 from __future__ import annotations
 
 import os

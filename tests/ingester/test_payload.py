@@ -1,4 +1,5 @@
 """The distributor -> ingester wire form: one Arrow batch per push, WAL'd as received."""
+
 from __future__ import annotations
 
 import pickle
@@ -30,13 +31,15 @@ def test_round_trip_keeps_streams_rows_and_metadata():
     assert all(isinstance(s, BatchStream) for s in back)
     assert [s.labels for s in back] == [s.labels for s in streams]
     assert [(s.ts, s.lines, s.metadata) for s in back] == [
-        ([3, 1], ["x", "héllo"], [[("k", "v")], None]), ([2], ["z"], None)]
+        ([3, 1], ["x", "héllo"], [[("k", "v")], None]),
+        ([2], ["z"], None),
+    ]
     assert [len(s) for s in back] == [2, 1]
     assert back[0].raw_bytes() == len(b"x") + len("héllo".encode())  # UTF-8 bytes, not characters
 
 
 def test_a_push_travels_compressed():
-    streams = [_stream("a", list(range(1000)), ["level=info msg=\"request served\" path=/api/v1/items"] * 1000)]
+    streams = [_stream("a", list(range(1000)), ['level=info msg="request served" path=/api/v1/items'] * 1000)]
     assert len(encode_batch("t", streams)) < sum(map(len, streams[0].lines)) / 4
 
 
@@ -67,8 +70,7 @@ def test_old_wal_records_replay(tmp_path):
 def test_pushed_payload_is_in_the_wal_as_received_and_replays(tmp_path, monkeypatch):
     ing = Ingester(IngesterSettings("i", str(tmp_path / "wal")), Writer())
     written = []
-    monkeypatch.setattr(ing.wal, "append", lambda record, real=ing.wal.append: (written.append(record),
-                                                                              real(record)))
+    monkeypatch.setattr(ing.wal, "append", lambda record, real=ing.wal.append: (written.append(record), real(record)))
     data = encode_batch("t1", [_stream("a", [2, 1], ["y", "x"]), _stream("b", [5], ["q"])])
     ing.push_payload(data)
     assert written == [(None, data)]
@@ -97,6 +99,7 @@ def test_magic_cannot_be_an_old_size():
 def test_empty_streams_and_pushes_decode():
     tenant, back = decode_batch(encode_batch("t", []))
     assert (tenant, back) == ("t", [])
-    _, back = decode_batch(encode_batch("t", [_stream("a", [5, 3], ["xy", "z"]), _stream("b", [], []),
-                                             _stream("c", [9], ["é"])]))
+    _, back = decode_batch(
+        encode_batch("t", [_stream("a", [5, 3], ["xy", "z"]), _stream("b", [], []), _stream("c", [9], ["é"])])
+    )
     assert [(len(s), s.raw_bytes(), s.bounds) for s in back] == [(2, 3, (3, 5)), (0, 0, None), (1, 2, (9, 9))]

@@ -1,4 +1,5 @@
 """A select sends its rows without extra copies, and stops once its query's deadline has passed."""
+
 import pickle
 import time
 
@@ -15,8 +16,13 @@ ANY_APP = (Matcher("app", MatchType.RE, ".+"),)
 
 def _instance(streams: int = 3, rows: int = 100) -> TenantInstance:
     instance = TenantInstance("t")
-    instance.push([StreamColumns(Labels((("app", f"a{s}"),)), list(range(rows)), [f"line {s} {i}" for i in range(rows)])
-                   for s in range(streams)], time.time_ns())
+    instance.push(
+        [
+            StreamColumns(Labels((("app", f"a{s}"),)), list(range(rows)), [f"line {s} {i}" for i in range(rows)])
+            for s in range(streams)
+        ],
+        time.time_ns(),
+    )
     return instance
 
 
@@ -37,7 +43,7 @@ def test_a_small_window_of_a_head_travels_as_its_rows_not_the_heads_buffers():
 def test_a_head_inside_the_range_is_sent_without_a_copy():
     instance = _instance(streams=1, rows=50)
     head = instance.streams[Labels((("app", "a0"),))].head.table()
-    (_, sent), = instance.select_packed(ANY_APP, 0, 100).unpack()
+    ((_, sent),) = instance.select_packed(ANY_APP, 0, 100).unpack()
     assert sent.column("line").chunk(0).buffers()[2].address == head.column("line").chunk(0).buffers()[2].address
 
 
@@ -64,7 +70,8 @@ def test_packing_keeps_each_streams_rows():
     packed = instance.select_packed(ANY_APP, 10, 20)
     again = pickle.loads(pickle.dumps(packed))
     assert [(labels.get("app"), t.column("ts").to_pylist()) for labels, t in again.unpack()] == [
-        (f"a{s}", list(range(10, 20))) for s in range(3)]
+        (f"a{s}", list(range(10, 20))) for s in range(3)
+    ]
     assert PackedStreams.pack([]).unpack() == []
 
 

@@ -1,4 +1,5 @@
 """What an ingester's select scanned, before pushed-down line filters, for the query stats."""
+
 import pyarrow as pa
 
 from svclog.actors.clients import IngesterPool

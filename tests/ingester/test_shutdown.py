@@ -1,4 +1,5 @@
 """Ingester lifecycle without Ray: ring join with a token file, prepare-shutdown marker, shutdown, signals."""
+
 from __future__ import annotations
 
 import json
@@ -48,17 +49,24 @@ class Setup:
         self.ingester = Ingester(IngesterSettings("ing-0", self.wal), ChunkStore(self.store))
         self.ring = RecordingRing()
         self.stopped = 0
-        self.lifecycle = IngesterLifecycle(Identity("ing-0", "ing-0", "node-a", 16), self.ring, self.ingester,
-                                           ShutdownMarker(self.wal), TokenFile(token_path),
-                                           stop_background=self._stop)
+        self.lifecycle = IngesterLifecycle(
+            Identity("ing-0", "ing-0", "node-a", 16),
+            self.ring,
+            self.ingester,
+            ShutdownMarker(self.wal),
+            TokenFile(token_path),
+            stop_background=self._stop,
+        )
 
     def _stop(self):
         self.stopped += 1
         self.ring.calls.append(("stop_background",))
 
     def push(self, n=5):
-        self.ingester.push("t", [StreamColumns(Labels({"app": "a"}.items()), list(range(1, n + 1)),
-                                               [f"line {i}" for i in range(n)], None)])
+        self.ingester.push(
+            "t",
+            [StreamColumns(Labels({"app": "a"}.items()), list(range(1, n + 1)), [f"line {i}" for i in range(n)], None)],
+        )
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
 """Per-stream rate limit (per_stream_rate_limit / _burst) in the ingester."""
+
 from __future__ import annotations
 
 import pytest
@@ -33,8 +34,11 @@ def clock(monkeypatch):
 
 
 def _ingester(tmp_path, rate, burst, wal=False):
-    return Ingester(IngesterSettings("ing-0", str(tmp_path / "wal"), wal_enabled=wal), Writer(),
-                    stream_rate=lambda tenant: (rate, burst))
+    return Ingester(
+        IngesterSettings("ing-0", str(tmp_path / "wal"), wal_enabled=wal),
+        Writer(),
+        stream_rate=lambda tenant: (rate, burst),
+    )
 
 
 def _push(n, size=100, labels=LABELS, start=0):
@@ -63,7 +67,8 @@ def test_over_the_limit_keeps_what_fits_and_answers_429(tmp_path, clock):
     assert str(err.value) == (
         "Per stream rate limit exceeded (limit: 1KiB/sec) while attempting to ingest for stream "
         "'{app=\"a\"}' totaling 1000B, consider splitting a stream via additional labels or contact your "
-        "Loki administrator to see if the limit can be increased")
+        "Loki administrator to see if the limit can be increased"
+    )
     assert _lines(ing) == 20 and _lines(ing, other) == 3  # 2000 of 3000 bytes fit the burst; other streams pass
 
 
@@ -95,7 +100,17 @@ def test_conformance_limits_do_not_throttle_the_benchmark(tmp_path, clock):
     assert sum(_lines(ing, labels) for labels in streams) == 5 * 100 * 400
 
 
-@pytest.mark.parametrize(("n", "text"), [(0, "0B"), (1000, "1000B"), (1024, "1KiB"), (1234, "1KiB210B"),
-                                         (3 * 2**20, "3MiB"), (512 * 2**20, "512MiB"), (2**30 + 1, "1GiB1B")])
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [
+        (0, "0B"),
+        (1000, "1000B"),
+        (1024, "1KiB"),
+        (1234, "1KiB210B"),
+        (3 * 2**20, "3MiB"),
+        (512 * 2**20, "512MiB"),
+        (2**30 + 1, "1GiB1B"),
+    ],
+)
 def test_sizes_print_like_the_reference(n, text):
     assert base2_bytes(n) == text

@@ -1,4 +1,5 @@
 """Tail subscriptions (ingester side) and the replica merge (reading side), without Ray."""
+
 from __future__ import annotations
 
 import threading
@@ -34,6 +35,7 @@ def drain(registry: TailRegistry, sub_id: str = "s1"):
 
 # ---------------------------------------------------------------- matching and pipeline
 
+
 def test_matchers_select_streams_and_tenants():
     reg = TailRegistry()
     reg.subscribe("acme", '{app="api"}', "s1")
@@ -47,13 +49,26 @@ def test_matchers_select_streams_and_tenants():
 def test_pipeline_filters_and_adds_parsed_labels_and_metadata():
     reg = TailRegistry()
     reg.subscribe("acme", '{env="prod"} |= "level" | logfmt | level="error"', "s1")
-    reg.offer("acme", [cols(APP, [(1, "level=info msg=ok"), (2, "level=error msg=boom"), (3, "no match")],
-                            [None, [("trace_id", "t1")], None])])
+    reg.offer(
+        "acme",
+        [
+            cols(
+                APP,
+                [(1, "level=info msg=ok"), (2, "level=error msg=boom"), (3, "no match")],
+                [None, [("trace_id", "t1")], None],
+            )
+        ],
+    )
     entries, _ = drain(reg)
     assert len(entries) == 1
     assert entries[0].ts == 2
-    assert entries[0].labels.to_dict() == {"app": "api", "env": "prod", "level": "error", "msg": "boom",
-                                           "trace_id": "t1"}
+    assert entries[0].labels.to_dict() == {
+        "app": "api",
+        "env": "prod",
+        "level": "error",
+        "msg": "boom",
+        "trace_id": "t1",
+    }
 
 
 def test_line_format_changes_the_line():
@@ -74,6 +89,7 @@ def test_metric_query_and_bad_syntax_are_refused():
 
 
 # ---------------------------------------------------------------- buffer, dropped, poll, lifetime
+
 
 def test_bounded_buffer_records_dropped_entries():
     reg = TailRegistry(TailSettings(buffer_entries=3, max_dropped_records=2))
@@ -195,6 +211,7 @@ def test_ingester_push_feeds_tails_only_when_someone_tails(tmp_path):
 
 # ---------------------------------------------------------------- merge of replicas
 
+
 def entry(ts: int, line: str, labels: Labels = APP) -> TailEntry:
     return TailEntry(labels, ts, line)
 
@@ -265,8 +282,12 @@ def test_merger_merges_drop_records_of_replicas():
 
 def test_tail_message_shape():
     msg = tail_message([entry(1, "a"), entry(2, "b", OTHER), entry(3, "c")], [])
-    assert msg == {"streams": [{"stream": {"app": "api", "env": "prod"}, "values": [["1", "a"], ["3", "c"]]},
-                               {"stream": {"app": "db", "env": "prod"}, "values": [["2", "b"]]}]}
+    assert msg == {
+        "streams": [
+            {"stream": {"app": "api", "env": "prod"}, "values": [["1", "a"], ["3", "c"]]},
+            {"stream": {"app": "db", "env": "prod"}, "values": [["2", "b"]]},
+        ]
+    }
     msg = tail_message([], [DroppedEntry(APP, 9)])
     assert msg == {"streams": [], "dropped_entries": [{"labels": {"app": "api", "env": "prod"}, "timestamp": "9"}]}
 
@@ -276,11 +297,18 @@ def test_pushes_arriving_as_arrow_batches_are_tailed_the_same():
 
     reg = TailRegistry()
     reg.subscribe("acme", '{env="prod"} |= "level" | logfmt | level="error"', "s1")
-    _, streams = decode_batch(encode_batch("acme", [
-        cols(OTHER, [(4, "level=error msg=db")]),
-        cols(APP, [(1, "level=info msg=ok"), (2, "level=error msg=boom")], [None, [("trace_id", "t1")]])]))
+    _, streams = decode_batch(
+        encode_batch(
+            "acme",
+            [
+                cols(OTHER, [(4, "level=error msg=db")]),
+                cols(APP, [(1, "level=info msg=ok"), (2, "level=error msg=boom")], [None, [("trace_id", "t1")]]),
+            ],
+        )
+    )
     reg.offer("acme", streams)
     entries, _ = drain(reg)
     assert sorted((e.ts, e.labels.to_dict()) for e in entries) == [
         (2, {"app": "api", "env": "prod", "level": "error", "msg": "boom", "trace_id": "t1"}),
-        (4, {"app": "db", "env": "prod", "level": "error", "msg": "db"})]
+        (4, {"app": "db", "env": "prod", "level": "error", "msg": "db"}),
+    ]

@@ -1,4 +1,5 @@
 """Property tests: any text either parses or raises ParseError, and what parses prints back losslessly."""
+
 from __future__ import annotations
 
 import math
@@ -7,23 +8,110 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from svclog.logql import ast
 from svclog.gocompat.strconv import quote as go_quote
+from svclog.logql import ast
 from svclog.logql.parser import parse
 from svclog.logql.printer import format_query, print_expr
 from svclog.model import ParseError
 
-SEEDS = [line for line in (Path(__file__).with_name("fixtures") / "identity.logql").read_text().splitlines()
-         if line and not line.startswith("#")]
+SEEDS = [
+    line
+    for line in (Path(__file__).with_name("fixtures") / "identity.logql").read_text().splitlines()
+    if line and not line.startswith("#")
+]
 
 FRAGMENTS = [
-    "{", "}", "(", ")", "[", "]", ",", "|", "=", "!=", "=~", "!~", "|=", "|~", "|>", "!>", ">", ">=", "<",
-    "<=", "==", "+", "-", "*", "/", "%", "^", '"', "`", "'", "#", "\n", " ", ".", "\\", "a", "app",
-    '"x"', "`y`", "5m", "[5m]", "[1h:5m]", "1.5s", "20KB", "-1", "1e3", "0x1p3", "08", "by", "without", "or",
-    "and", "unless", "bool", "on", "ignoring", "group_left", "group_right", "offset", "json", "logfmt",
-    "--strict", "--keep-empty", "regexp", "pattern", "unpack", "line_format", "label_format", "drop", "keep",
-    "decolorize", "unwrap", "duration(", "bytes(", "ip(", "rate(", "sum(", "topk(", "vector(", "label_replace(",
-    "quantile_over_time(", "count_over_time(", "(?P<x>", "<a>", "<_>", "\\x", "\\u12", "/*", "//", "é", "🚀",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    "|",
+    "=",
+    "!=",
+    "=~",
+    "!~",
+    "|=",
+    "|~",
+    "|>",
+    "!>",
+    ">",
+    ">=",
+    "<",
+    "<=",
+    "==",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "^",
+    '"',
+    "`",
+    "'",
+    "#",
+    "\n",
+    " ",
+    ".",
+    "\\",
+    "a",
+    "app",
+    '"x"',
+    "`y`",
+    "5m",
+    "[5m]",
+    "[1h:5m]",
+    "1.5s",
+    "20KB",
+    "-1",
+    "1e3",
+    "0x1p3",
+    "08",
+    "by",
+    "without",
+    "or",
+    "and",
+    "unless",
+    "bool",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "offset",
+    "json",
+    "logfmt",
+    "--strict",
+    "--keep-empty",
+    "regexp",
+    "pattern",
+    "unpack",
+    "line_format",
+    "label_format",
+    "drop",
+    "keep",
+    "decolorize",
+    "unwrap",
+    "duration(",
+    "bytes(",
+    "ip(",
+    "rate(",
+    "sum(",
+    "topk(",
+    "vector(",
+    "label_replace(",
+    "quantile_over_time(",
+    "count_over_time(",
+    "(?P<x>",
+    "<a>",
+    "<_>",
+    "\\x",
+    "\\u12",
+    "/*",
+    "//",
+    "é",
+    "🚀",
 ]
 
 FAST = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -68,11 +156,11 @@ def mutated(draw: st.DrawFn) -> str:
         if action == "insert":
             text = text[:pos] + draw(st.sampled_from(FRAGMENTS)) + text[pos:]
         elif action == "delete":
-            text = text[:pos] + text[pos + draw(st.integers(1, 6)):]
+            text = text[:pos] + text[pos + draw(st.integers(1, 6)) :]
         else:
             other = draw(st.sampled_from(SEEDS))
             start = draw(st.integers(0, len(other)))
-            text = text[:pos] + other[start:start + draw(st.integers(1, 25))] + text[pos:]
+            text = text[:pos] + other[start : start + draw(st.integers(1, 25))] + text[pos:]
     return text
 
 
@@ -92,32 +180,59 @@ DURATIONS = st.sampled_from(["250ms", "1s", "90s", "5m", "1h30m", "1d", "2w"])
 @st.composite
 def selectors(draw: st.DrawFn) -> str:
     first = f'app="{draw(st.sampled_from(["api", "db", "x y"]))}"'
-    rest = draw(st.lists(st.builds(lambda n, op, v: f"{n}{op}{go_quote(v)}", NAMES,
-                                   st.sampled_from(["=", "!=", "=~", "!~"]), st.sampled_from(["a", "b.*", ""])),
-                         max_size=2))
+    rest = draw(
+        st.lists(
+            st.builds(
+                lambda n, op, v: f"{n}{op}{go_quote(v)}",
+                NAMES,
+                st.sampled_from(["=", "!=", "=~", "!~"]),
+                st.sampled_from(["a", "b.*", ""]),
+            ),
+            max_size=2,
+        )
+    )
     return "{" + ", ".join([first, *rest]) + "}"
 
 
 LABEL_FILTER_LEAVES = st.one_of(
     st.builds(lambda n, v: f"{n}={go_quote(v)}", NAMES, VALUES),
-    st.builds(lambda n, op, d: f"{n} {op} {d}", NAMES, st.sampled_from([">", ">=", "<", "<=", "==", "!="]),
-              st.sampled_from(["5", "-2.5", "1e3", "250ms", "-1.5s", "20KB", "1MiB"])),
+    st.builds(
+        lambda n, op, d: f"{n} {op} {d}",
+        NAMES,
+        st.sampled_from([">", ">=", "<", "<=", "==", "!="]),
+        st.sampled_from(["5", "-2.5", "1e3", "250ms", "-1.5s", "20KB", "1MiB"]),
+    ),
     st.builds(lambda n: f'{n} = ip("10.0.0.0/8")', NAMES),
 )
 LABEL_FILTERS = st.recursive(
     LABEL_FILTER_LEAVES,
-    lambda inner: st.builds(lambda a, op, b: f"{a}{op}{b}", inner,
-                            st.sampled_from([" and ", " or ", ", ", " "]), inner)
-    | inner.map(lambda f: f"({f})"),
+    lambda inner: (
+        st.builds(lambda a, op, b: f"{a}{op}{b}", inner, st.sampled_from([" and ", " or ", ", ", " "]), inner)
+        | inner.map(lambda f: f"({f})")
+    ),
     max_leaves=4,
 )
 STAGES = st.one_of(
     st.builds(lambda op, v: f"{op} {go_quote(v)}", st.sampled_from(["|=", "!=", "|~", "!~"]), VALUES),
-    st.just('|= "a" or "b"'), st.just('!= "a" or ip("1.2.3.4")'),
-    st.sampled_from(["| json", "| logfmt", "| logfmt --strict", "| unpack", "| decolorize",
-                     '| json a="b.c", d', "| logfmt --keep-empty a, b", '| regexp "(?P<x>\\\\w+)"',
-                     '| pattern "<x> <_>"', '| line_format "{{.x}}"', '| label_format a=b, c="{{.d}}"',
-                     '| drop a, b="c"', '| keep a, b=~"c"']),
+    st.just('|= "a" or "b"'),
+    st.just('!= "a" or ip("1.2.3.4")'),
+    st.sampled_from(
+        [
+            "| json",
+            "| logfmt",
+            "| logfmt --strict",
+            "| unpack",
+            "| decolorize",
+            '| json a="b.c", d',
+            "| logfmt --keep-empty a, b",
+            '| regexp "(?P<x>\\\\w+)"',
+            '| pattern "<x> <_>"',
+            '| line_format "{{.x}}"',
+            '| label_format a=b, c="{{.d}}"',
+            '| drop a, b="c"',
+            '| keep a, b=~"c"',
+        ]
+    ),
     LABEL_FILTERS.map(lambda f: "| " + f),
 )
 
@@ -144,13 +259,38 @@ def range_aggregations(draw: st.DrawFn) -> str:
 
 METRICS = st.recursive(
     range_aggregations() | st.sampled_from(["1", "-2.5", "vector(3)"]),
-    lambda inner: st.builds(lambda op, g, e: f"{op}{g}({e})", st.sampled_from(["sum", "max", "count", "sort"]),
-                            st.sampled_from(["", " by (pod)", " without (app)"]), inner)
-    | st.builds(lambda a, op, b: f"{a} {op} {b}", inner,
-                st.sampled_from(["+", "-", "*", "/", "%", "^", "> bool", "==", "and", "or", "unless",
-                                 "* on (pod) group_left (app)", "/ ignoring (pod)"]), inner)
-    | st.builds(lambda k, e: f"topk({k}, {e})", st.integers(1, 9), inner)
-    | inner.map(lambda e: f"({e})"),
+    lambda inner: (
+        st.builds(
+            lambda op, g, e: f"{op}{g}({e})",
+            st.sampled_from(["sum", "max", "count", "sort"]),
+            st.sampled_from(["", " by (pod)", " without (app)"]),
+            inner,
+        )
+        | st.builds(
+            lambda a, op, b: f"{a} {op} {b}",
+            inner,
+            st.sampled_from(
+                [
+                    "+",
+                    "-",
+                    "*",
+                    "/",
+                    "%",
+                    "^",
+                    "> bool",
+                    "==",
+                    "and",
+                    "or",
+                    "unless",
+                    "* on (pod) group_left (app)",
+                    "/ ignoring (pod)",
+                ]
+            ),
+            inner,
+        )
+        | st.builds(lambda k, e: f"topk({k}, {e})", st.integers(1, 9), inner)
+        | inner.map(lambda e: f"({e})")
+    ),
     max_leaves=4,
 )
 

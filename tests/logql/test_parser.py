@@ -1,4 +1,5 @@
 """Parser tests: the AST built for each construct, the reference's rules, and error reporting."""
+
 from __future__ import annotations
 
 import glob
@@ -46,6 +47,7 @@ def or_(left: object, right: object) -> ast.BinaryLabelFilter:
 
 # ------------------------------------------------------------------ conformance corpus
 
+
 def _conformance_queries() -> list[tuple[int, str]]:
     found = []
     for path in sorted(glob.glob(os.path.join(CASES, "*", "*.json"))):
@@ -70,12 +72,19 @@ def test_parse_every_successful_conformance_query() -> None:
 
 # ------------------------------------------------------------------ selectors and line filters
 
+
 def test_parse_selector_matchers_and_string_forms() -> None:
     expr = parse('{app="a", env!="b", pod=~`c.*`, ns!~"d|e"}')
-    assert expr == ast.LogQuery(ast.StreamSelector((
-        Matcher("app", MatchType.EQ, "a"), Matcher("env", MatchType.NEQ, "b"),
-        Matcher("pod", MatchType.RE, "c.*"), Matcher("ns", MatchType.NRE, "d|e"),
-    )))
+    assert expr == ast.LogQuery(
+        ast.StreamSelector(
+            (
+                Matcher("app", MatchType.EQ, "a"),
+                Matcher("env", MatchType.NEQ, "b"),
+                Matcher("pod", MatchType.RE, "c.*"),
+                Matcher("ns", MatchType.NRE, "d|e"),
+            )
+        )
+    )
 
 
 def test_parse_go_string_escapes_and_raw_strings() -> None:
@@ -90,7 +99,8 @@ def test_parse_line_filters_or_chains() -> None:
     )
     # not (x or y) is (not x) and (not y): the reference splits negative chains
     assert stages('{a="b"} != "x" or "y"') == (
-        ast.LineFilter("!=", (ast.FilterValue("x"),)), ast.LineFilter("!=", (ast.FilterValue("y"),)),
+        ast.LineFilter("!=", (ast.FilterValue("x"),)),
+        ast.LineFilter("!=", (ast.FilterValue("y"),)),
     )
     ops = [f.op for f in stages('{a="b"} |= "1" != "2" |~ "3" !~ "4" |> "<_>5" !> "<_>6"')]
     assert ops == ["|=", "!=", "|~", "!~", "|>", "!>"]
@@ -103,11 +113,16 @@ def test_parse_comments_whitespace_and_newlines() -> None:
 
 # ------------------------------------------------------------------ parser stages
 
+
 def test_parse_json_and_logfmt_parameters() -> None:
     (json_stage,) = stages('{a="b"} | json first="items[0].name", tags, same="same"')
-    assert json_stage == ast.JsonParser((
-        ast.LabelExtraction("first", "items[0].name"), ast.LabelExtraction("tags"), ast.LabelExtraction("same"),
-    ))
+    assert json_stage == ast.JsonParser(
+        (
+            ast.LabelExtraction("first", "items[0].name"),
+            ast.LabelExtraction("tags"),
+            ast.LabelExtraction("same"),
+        )
+    )
     (plain, strict, both) = stages('{a="b"} | logfmt | logfmt --strict | logfmt --keep-empty --strict x, y="z"')
     assert plain == ast.LogfmtParser()
     assert strict == ast.LogfmtParser(strict=True)
@@ -115,29 +130,40 @@ def test_parse_json_and_logfmt_parameters() -> None:
 
 
 def test_parse_other_stages() -> None:
-    got = stages('{a="b"} | regexp `(?P<x>\\d+)` | pattern "<ip> <_>" | unpack | decolorize'
-                 ' | line_format "{{.x}}" | label_format a=b, c="{{.d}}"'
-                 ' | drop a, b="v", c=~"re" | keep x, y!="z"')
+    got = stages(
+        '{a="b"} | regexp `(?P<x>\\d+)` | pattern "<ip> <_>" | unpack | decolorize'
+        ' | line_format "{{.x}}" | label_format a=b, c="{{.d}}"'
+        ' | drop a, b="v", c=~"re" | keep x, y!="z"'
+    )
     assert got == (
-        ast.RegexpParser("(?P<x>\\d+)"), ast.PatternParser("<ip> <_>"), ast.UnpackParser(), ast.Decolorize(),
+        ast.RegexpParser("(?P<x>\\d+)"),
+        ast.PatternParser("<ip> <_>"),
+        ast.UnpackParser(),
+        ast.Decolorize(),
         ast.LineFormat("{{.x}}"),
         ast.LabelFormat((ast.LabelFormatOp("a", "b", False), ast.LabelFormatOp("c", "{{.d}}", True))),
-        ast.Drop((ast.DropKeepItem("a"), ast.DropKeepItem("b", Matcher("b", MatchType.EQ, "v")),
-                  ast.DropKeepItem("c", Matcher("c", MatchType.RE, "re")))),
+        ast.Drop(
+            (
+                ast.DropKeepItem("a"),
+                ast.DropKeepItem("b", Matcher("b", MatchType.EQ, "v")),
+                ast.DropKeepItem("c", Matcher("c", MatchType.RE, "re")),
+            )
+        ),
         ast.Keep((ast.DropKeepItem("x"), ast.DropKeepItem("y", Matcher("y", MatchType.NEQ, "z")))),
     )
 
 
 # ------------------------------------------------------------------ label filters
 
+
 def test_parse_label_filter_value_kinds() -> None:
-    assert label_filter('x >= 250ms') == ast.DurationLabelFilter("x", ">=", 250_000_000, "250ms")
-    assert label_filter('x < -1.5s') == ast.DurationLabelFilter("x", "<", -1_500_000_000, "-1.5s")
-    assert label_filter('x == 1h30m') == ast.DurationLabelFilter("x", "==", 5_400_000_000_000, "1h30m")
-    assert label_filter('x > 20KB') == ast.BytesLabelFilter("x", ">", 20_000, "20KB")
-    assert label_filter('x <= 1MiB') == ast.BytesLabelFilter("x", "<=", 1_048_576, "1MiB")
-    assert label_filter('x = 5.5') == ast.NumericLabelFilter("x", "==", 5.5, "5.5")
-    assert label_filter('x != -2') == ast.NumericLabelFilter("x", "!=", -2.0, "-2")
+    assert label_filter("x >= 250ms") == ast.DurationLabelFilter("x", ">=", 250_000_000, "250ms")
+    assert label_filter("x < -1.5s") == ast.DurationLabelFilter("x", "<", -1_500_000_000, "-1.5s")
+    assert label_filter("x == 1h30m") == ast.DurationLabelFilter("x", "==", 5_400_000_000_000, "1h30m")
+    assert label_filter("x > 20KB") == ast.BytesLabelFilter("x", ">", 20_000, "20KB")
+    assert label_filter("x <= 1MiB") == ast.BytesLabelFilter("x", "<=", 1_048_576, "1MiB")
+    assert label_filter("x = 5.5") == ast.NumericLabelFilter("x", "==", 5.5, "5.5")
+    assert label_filter("x != -2") == ast.NumericLabelFilter("x", "!=", -2.0, "-2")
     assert label_filter('x = ip("10.0.0.0/8")') == ast.IpLabelFilter("x", "=", "10.0.0.0/8")
     assert label_filter('x !~ "a.*"') == s("x", "a.*", MatchType.NRE)
 
@@ -162,6 +188,7 @@ def test_parse_function_names_are_labels_unless_called() -> None:
 
 # ------------------------------------------------------------------ log ranges and unwrap
 
+
 def test_parse_range_positions_are_equivalent() -> None:
     forms = [
         'count_over_time({a="b"} |= "x" [5m])',
@@ -181,8 +208,9 @@ def test_parse_unwrap_conversions_post_filters_and_offset() -> None:
     assert isinstance(expr, ast.RangeAggregation)
     log_range = expr.range
     assert log_range.offset == 300 * 10**9 and log_range.range == 3600 * 10**9
-    assert log_range.unwrap == ast.Unwrap("t", "duration_seconds", (
-        s("__error__", ""), ast.NumericLabelFilter("t", ">", 0.0, "0")))
+    assert log_range.unwrap == ast.Unwrap(
+        "t", "duration_seconds", (s("__error__", ""), ast.NumericLabelFilter("t", ">", 0.0, "0"))
+    )
     assert log_range.query.stages == (ast.LogfmtParser(),)
     for conversion in ("bytes", "duration", ""):
         target = f"{conversion}(x)" if conversion else "x"
@@ -199,6 +227,7 @@ def test_parse_range_aggregation_parameters_and_grouping() -> None:
 
 # ------------------------------------------------------------------ metric expressions
 
+
 def test_parse_vector_aggregation_forms() -> None:
     inner = parse('rate({a="b"}[5m])')
     before = parse('sum by (x) (rate({a="b"}[5m]))')
@@ -206,21 +235,27 @@ def test_parse_vector_aggregation_forms() -> None:
     assert before == after == ast.VectorAggregation("sum", inner, ast.Grouping(False, ("x",)))  # type: ignore[arg-type]
     assert parse('sum by () (rate({a="b"}[5m]))') == ast.VectorAggregation("sum", inner)  # type: ignore[arg-type]
     assert parse('topk by (x) (3, rate({a="b"}[5m]))') == ast.VectorAggregation(
-        "topk", inner, ast.Grouping(False, ("x",)), 3.0)  # type: ignore[arg-type]
+        "topk", inner, ast.Grouping(False, ("x",)), 3.0
+    )  # type: ignore[arg-type]
     assert parse('SUM WITHOUT (y) (RATE({a="b"}[5m]))') == ast.VectorAggregation(
-        "sum", inner, ast.Grouping(True, ("y",)))  # type: ignore[arg-type]
+        "sum", inner, ast.Grouping(True, ("y",))
+    )  # type: ignore[arg-type]
 
 
 def test_parse_binary_operator_precedence_and_associativity() -> None:
     a, b, c = (parse(f'sum(rate({{a="{n}"}}[1m]))') for n in "abc")
-    assert parse('sum(rate({a="a"}[1m])) + sum(rate({a="b"}[1m])) * sum(rate({a="c"}[1m]))') == \
-        ast.BinaryOp("+", a, ast.BinaryOp("*", b, c))  # type: ignore[arg-type]
-    assert parse('sum(rate({a="a"}[1m])) - sum(rate({a="b"}[1m])) - sum(rate({a="c"}[1m]))') == \
-        ast.BinaryOp("-", ast.BinaryOp("-", a, b), c)  # type: ignore[arg-type]
-    assert parse('sum(rate({a="a"}[1m])) ^ sum(rate({a="b"}[1m])) ^ sum(rate({a="c"}[1m]))') == \
-        ast.BinaryOp("^", a, ast.BinaryOp("^", b, c))  # type: ignore[arg-type]
-    assert parse('sum(rate({a="a"}[1m])) or sum(rate({a="b"}[1m])) and sum(rate({a="c"}[1m]))') == \
-        ast.BinaryOp("or", a, ast.BinaryOp("and", b, c))  # type: ignore[arg-type]
+    assert parse('sum(rate({a="a"}[1m])) + sum(rate({a="b"}[1m])) * sum(rate({a="c"}[1m]))') == ast.BinaryOp(
+        "+", a, ast.BinaryOp("*", b, c)
+    )  # type: ignore[arg-type]
+    assert parse('sum(rate({a="a"}[1m])) - sum(rate({a="b"}[1m])) - sum(rate({a="c"}[1m]))') == ast.BinaryOp(
+        "-", ast.BinaryOp("-", a, b), c
+    )  # type: ignore[arg-type]
+    assert parse('sum(rate({a="a"}[1m])) ^ sum(rate({a="b"}[1m])) ^ sum(rate({a="c"}[1m]))') == ast.BinaryOp(
+        "^", a, ast.BinaryOp("^", b, c)
+    )  # type: ignore[arg-type]
+    assert parse('sum(rate({a="a"}[1m])) or sum(rate({a="b"}[1m])) and sum(rate({a="c"}[1m]))') == ast.BinaryOp(
+        "or", a, ast.BinaryOp("and", b, c)
+    )  # type: ignore[arg-type]
     assert parse('sum(rate({a="a"}[1m])) > 1 + 2') == ast.BinaryOp(">", a, ast.Literal(3.0))  # type: ignore[arg-type]
 
 
@@ -301,7 +336,7 @@ INVALID = [
     "{a='b'}",
     '{a="b"} | x > 08',
     '{a="b"} | x > 1_000',
-    'vector(1e999)',
+    "vector(1e999)",
     'label_replace(rate({a="b"}[1m]), "d", "r", "s", "(")',
     '{a="b"} /* never closed',
     '{a="b"} | unwrap x',
@@ -348,6 +383,7 @@ def test_parse_rejects_overlong_input() -> None:
 
 # ------------------------------------------------------------------ entry points
 
+
 def test_parse_selector_and_parse_log_query() -> None:
     assert parse_selector('{app="a", env="b"}') == sel(app="a", env="b")
     with pytest.raises(ParseError):
@@ -363,21 +399,36 @@ def test_parse_selector_and_parse_log_query() -> None:
 
 def test_parse_lexer_units_only_when_glued_to_numbers() -> None:
     kinds = [(t.type, str(t)) for t in tokenize("5m 5 m 20KB 1.5s -2h 5min 0x1p3 --strict")]
-    assert kinds == [("DURATION", "5m"), ("NUMBER", "5"), ("IDENTIFIER", "m"), ("BYTES", "20KB"),
-                     ("DURATION", "1.5s"), ("DURATION", "-2h"), ("DURATION", "5m"), ("IDENTIFIER", "in"),
-                     ("NUMBER", "0x1p3"), ("FLAG", "--strict")]
+    assert kinds == [
+        ("DURATION", "5m"),
+        ("NUMBER", "5"),
+        ("IDENTIFIER", "m"),
+        ("BYTES", "20KB"),
+        ("DURATION", "1.5s"),
+        ("DURATION", "-2h"),
+        ("DURATION", "5m"),
+        ("IDENTIFIER", "in"),
+        ("NUMBER", "0x1p3"),
+        ("FLAG", "--strict"),
+    ]
 
 
 def test_parse_ip_ends_an_or_segment_like_the_reference() -> None:
     # lineFilter: filter STRING OR orFilter; lineFilters: lineFilter OR orFilter | lineFilters lineFilter
-    ok = ['{a="b"} |= "a" or ip("1.1.1.1") or "c"', '{a="b"} |= ip("1.1.1.1") or "c" or ip("2.2.2.2")',
-          '{a="b"} |= "x" |= "c" or ip("1.1.1.1")', '{a="b"} | json |= ip("1.1.1.1") or "c"']
+    ok = [
+        '{a="b"} |= "a" or ip("1.1.1.1") or "c"',
+        '{a="b"} |= ip("1.1.1.1") or "c" or ip("2.2.2.2")',
+        '{a="b"} |= "x" |= "c" or ip("1.1.1.1")',
+        '{a="b"} | json |= ip("1.1.1.1") or "c"',
+    ]
     for text in ok:
         parse(text)
-    bad = {'{a="b"} |= "a" or ip("1.1.1.1") or ip("2.2.2.2") or "c"': 50,
-           '{a="b"} |= ip("1.1.1.1") or ip("2.2.2.2") or "c"': 43,
-           '{a="b"} |= "x" |= ip("1.1.1.1") or "c"': 33,
-           '{a="b"} != "x" != "c" or ip("1.1.1.1") or "d"': 40}
+    bad = {
+        '{a="b"} |= "a" or ip("1.1.1.1") or ip("2.2.2.2") or "c"': 50,
+        '{a="b"} |= ip("1.1.1.1") or ip("2.2.2.2") or "c"': 43,
+        '{a="b"} |= "x" |= ip("1.1.1.1") or "c"': 33,
+        '{a="b"} != "x" != "c" or ip("1.1.1.1") or "d"': 40,
+    }
     for text, column in bad.items():
         with pytest.raises(ParseError) as info:
             parse(text)
@@ -386,6 +437,7 @@ def test_parse_ip_ends_an_or_segment_like_the_reference() -> None:
 
 def _tokens_in(node: object) -> list[object]:
     from lark import Token
+
     if isinstance(node, Token):
         return [node]
     if isinstance(node, Matcher):
@@ -401,8 +453,11 @@ def test_parse_keeps_no_lexer_tokens_in_the_ast() -> None:
     path = os.path.join(os.path.dirname(__file__), "fixtures", "identity.logql")
     with open(path) as handle:
         queries = [line.strip() for line in handle if line.strip() and not line.startswith("#")]
-    queries += ['absent_over_time({app="zzz"}[1m])', '(sum(rate({a="b"}[1m])) or vector(0)) ^ 2',
-                '{a=~"x"} | b!~"y" | drop c=~"z"']
+    queries += [
+        'absent_over_time({app="zzz"}[1m])',
+        '(sum(rate({a="b"}[1m])) or vector(0)) ^ 2',
+        '{a=~"x"} | b!~"y" | drop c=~"z"',
+    ]
     for text in queries:
         assert _tokens_in(parse(text, validate=False)) == [], text
 

@@ -1,4 +1,5 @@
 """Template functions and rendering have bounded output: amplifiers fail fast naming the limit."""
+
 import time
 
 import pytest
@@ -14,21 +15,24 @@ def render(text: str, labels=None, line: str = "line") -> str:
     return Template.parse(text).render(labels or {}, line, 0)
 
 
-@pytest.mark.parametrize("text", [
-    f'{{{{ repeat {BIG} "x" }}}}',
-    f'{{{{ alignLeft {BIG} "x" }}}}',
-    f'{{{{ alignRight {BIG} "x" }}}}',
-    f'{{{{ indent {BIG} "x" }}}}',
-    f'{{{{ nindent 1000 (repeat 10000 "\\n") }}}}',
-    '{{ replace "" (repeat 1000 "y") (repeat 100000 "x") }}',
-    '{{ Replace (repeat 100000 "x") "" (repeat 1000 "y") -1 }}',
-    '{{ regexReplaceAll "(.)" (repeat 11000 "a") "' + "$1" * 100 + '" }}',
-    '{{ printf "%10000000d" 5 }}',
-    '{{ printf "%.9999999f" 1.5 }}',
-    f'{{{{ range {BIG} }}}}{{{{ end }}}}',
-    '{{ range 60000 }}' + "x" * 100 + '{{ end }}',
-    '{{ repeat 1000000 "x" }}{{ repeat 1000000 "x" }}',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'{{{{ repeat {BIG} "x" }}}}',
+        f'{{{{ alignLeft {BIG} "x" }}}}',
+        f'{{{{ alignRight {BIG} "x" }}}}',
+        f'{{{{ indent {BIG} "x" }}}}',
+        '{{ nindent 1000 (repeat 10000 "\\n") }}',
+        '{{ replace "" (repeat 1000 "y") (repeat 100000 "x") }}',
+        '{{ Replace (repeat 100000 "x") "" (repeat 1000 "y") -1 }}',
+        '{{ regexReplaceAll "(.)" (repeat 11000 "a") "' + "$1" * 100 + '" }}',
+        '{{ printf "%10000000d" 5 }}',
+        '{{ printf "%.9999999f" 1.5 }}',
+        f"{{{{ range {BIG} }}}}{{{{ end }}}}",
+        "{{ range 60000 }}" + "x" * 100 + "{{ end }}",
+        '{{ repeat 1000000 "x" }}{{ repeat 1000000 "x" }}',
+    ],
+)
 def test_amplifiers_fail_fast_with_a_limit_error(text):
     began = time.perf_counter()
     with pytest.raises(TemplateLimitError) as raised:
@@ -48,8 +52,8 @@ def test_go_refuses_huge_printf_widths_itself():
 
 def test_within_the_bounds_nothing_changes():
     assert render('{{ repeat 3 "ab" }}') == "ababab"
-    assert render('{{ range 3 }}{{.}}{{ end }}') == "012"
-    assert render(f'{{{{ range {BIG} }}}}{{{{ if eq . 3 }}}}{{{{ break }}}}{{{{ end }}}}x{{{{ end }}}}') == "xxx"
+    assert render("{{ range 3 }}{{.}}{{ end }}") == "012"
+    assert render(f"{{{{ range {BIG} }}}}{{{{ if eq . 3 }}}}{{{{ break }}}}{{{{ end }}}}x{{{{ end }}}}") == "xxx"
     assert len(render(f'{{{{ repeat {MAX_OUTPUT} "x" }}}}')) == MAX_OUTPUT
     assert render('{{ regexReplaceAll "(?P<x>a)(b)?" "abaa" "[${x}|$2|$3|$0]" }}') == "[a|b||ab][a|||a][a|||a]"
     assert render('{{ replace "a" "bb" "aXa" }}|{{ Replace "aaa" "a" "c" 2 }}') == "bbXbb|cca"

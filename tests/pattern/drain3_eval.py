@@ -5,6 +5,7 @@ Needs `pip install drain3`, conformance push bodies in /tmp/eval/conf (conforman
 --lines 200000); run from the repository root: `python -m tests.pattern.drain3_eval`.
 Prints lines/s, pattern counts and how many lines their own pattern rejects as `|>`.
 """
+
 from __future__ import annotations
 
 import glob
@@ -68,9 +69,11 @@ def report(name, seconds, results, total):
     distinct = len({p for r in results for p in r})
     counted = sum(len(v) for r in results for v in r.values())
     bad = sum(len(unmatched(p, v)) for r in results for p, v in r.items())
-    print(f"{name}: {total / seconds:,.0f} lines/s ({seconds:.2f} s), {patterns} patterns ({distinct} distinct), "
-          f"{counted} lines in live clusters, {bad} ({100 * bad / max(counted, 1):.1f}%) not matched by "
-          f"their own pattern as |>")
+    print(
+        f"{name}: {total / seconds:,.0f} lines/s ({seconds:.2f} s), {patterns} patterns ({distinct} distinct), "
+        f"{counted} lines in live clusters, {bad} ({100 * bad / max(counted, 1):.1f}%) not matched by "
+        f"their own pattern as |>"
+    )
     top = sorted(((len(v), p) for r in results for p, v in r.items()), reverse=True)[:6]
     for n, p in top:
         print(f"    {n:7d}  {p[:150]!r}")

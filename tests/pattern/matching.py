@@ -1,5 +1,6 @@
 """The `|>` filter used to check mined patterns: the LogQL stage when present, else a local
 matcher written to the reference's semantics (first-occurrence literals, no empty captures)."""
+
 from __future__ import annotations
 
 import re
@@ -19,7 +20,7 @@ def _fallback(pattern: str, line: str) -> bool:
     pos = 0
     for m in _CAPTURE.finditer(pattern):
         if m.start() > pos:
-            parts.append((False, pattern[pos:m.start()]))
+            parts.append((False, pattern[pos : m.start()]))
         parts.append((True, m.group()))
         pos = m.end()
     if pos < len(pattern):

@@ -1,5 +1,6 @@
 """PatternActor.push_batches as a plain object (no cluster): one failing batch is logged
 and skipped, the other tenants' batches are still mined."""
+
 from __future__ import annotations
 
 import logging
@@ -24,8 +25,11 @@ def test_a_failing_batch_does_not_drop_the_others(caplog, monkeypatch):
         return push(tenant, streams, weight)
 
     monkeypatch.setattr(actor.ingester, "push", push_failing_for_bad)
-    batches = [("bad", [_stream(["x 1 y"])], 1), ("good", [_stream(["job 1 done", "job 2 done", "}"])], 1),
-               ("bad", [_stream(["x 2 y"])], 1)]
+    batches = [
+        ("bad", [_stream(["x 1 y"])], 1),
+        ("good", [_stream(["job 1 done", "job 2 done", "}"])], 1),
+        ("bad", [_stream(["x 2 y"])], 1),
+    ]
     with caplog.at_level(logging.ERROR, logger="svclog.actors.pattern_actor"):
         assert actor.push_batches(batches) == 2
     out = actor.patterns("good", [eq("app", "a")], T0, T0 + NS, NS)

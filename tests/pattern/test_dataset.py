@@ -1,5 +1,6 @@
 """Mining the conformance data set: every pattern is a `|>` filter for every line it counted,
 and the grouping is sensible per log format."""
+
 from __future__ import annotations
 
 import sys
@@ -63,5 +64,7 @@ def test_logfmt_template(mined):
     for _, labels, drain, _ in mined:
         if labels.get("app") == "checkout":
             top = max(drain.clusters(), key=lambda c: c.size)
-            assert top.pattern == ('ts=<_> level=<_> caller=<_> msg="<_> <_>" method=<_> path=/<_> status=<_> '
-                                   'duration=<_> size=<_> user=<_> items=<_> amount=<_> client_ip=<_>')
+            assert top.pattern == (
+                'ts=<_> level=<_> caller=<_> msg="<_> <_>" method=<_> path=/<_> status=<_> '
+                "duration=<_> size=<_> user=<_> items=<_> amount=<_> client_ip=<_>"
+            )

@@ -1,4 +1,5 @@
 """Tokenisation, the Drain tree and pattern validity on realistic lines (no Ray)."""
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -24,15 +25,28 @@ def assert_patterns_match(drain: Drain, counted: dict[int, list[str]]) -> None:
 def test_tokenize_keeps_separators_verbatim():
     line = 'ts=2026-11-01T00:00:01.5Z caller=cart.go:88  path=/api/v1/orders msg="a b"\n\tat x'
     tokens = tokenize(line)
-    assert tokens.words == ("ts", "2026-11-01T00:00:01.5Z", "caller", "cart.go:88", "path",
-                            "api/v1/orders", "msg", "a", "b", "at", "x")
+    assert tokens.words == (
+        "ts",
+        "2026-11-01T00:00:01.5Z",
+        "caller",
+        "cart.go:88",
+        "path",
+        "api/v1/orders",
+        "msg",
+        "a",
+        "b",
+        "at",
+        "x",
+    )
     assert "".join(s + w for s, w in zip(tokens.seps, tokens.words)) + tokens.seps[-1] == line
     assert tokenize("2001:db8::1 10.0.0.1").words == ("2001:db8::1", "10.0.0.1")
 
 
 def test_logfmt_lines_group_into_one_pattern():
-    lines = [f'ts=2026-11-01T00:00:{s:02d}Z level={lvl} msg="order placed" user=u-{s} took={s}ms'
-             for s, lvl in zip(range(40), ["info", "warn", "debug", "error"] * 10)]
+    lines = [
+        f'ts=2026-11-01T00:00:{s:02d}Z level={lvl} msg="order placed" user=u-{s} took={s}ms'
+        for s, lvl in zip(range(40), ["info", "warn", "debug", "error"] * 10)
+    ]
     drain, counted = mine(lines)
     assert [c.pattern for c in drain.clusters()] == ['ts=<_> level=<_> msg="order placed" user=<_> took=<_>']
     assert_patterns_match(drain, counted)
@@ -44,13 +58,17 @@ def test_different_messages_stay_apart():
     lines += [f"GET /api/v1/orders/{i} 200 {i}ms" for i in range(20)]
     drain, counted = mine(lines)
     assert sorted(c.pattern for c in drain.clusters()) == [
-        "GET /<_> 200 <_>", "disk usage on /<_> is <_> full", "user <_> logged in from <_>"]
+        "GET /<_> 200 <_>",
+        "disk usage on /<_> is <_> full",
+        "user <_> logged in from <_>",
+    ]
     assert_patterns_match(drain, counted)
 
 
 def test_whitespace_and_multiline_survive():
-    lines = [f"2026-11-01 00:00:{i:02d} UTC [{100 + i}] LOG:  duration: {i}.5 ms  statement: SELECT {i}"
-             for i in range(10)]
+    lines = [
+        f"2026-11-01 00:00:{i:02d} UTC [{100 + i}] LOG:  duration: {i}.5 ms  statement: SELECT {i}" for i in range(10)
+    ]
     lines += [f"job {i} failed: boom\n\tat a.B.run(B.java:{i})\n\tat a.C.go(C.java:{i + 1})" for i in range(10)]
     drain, counted = mine(lines)
     patterns = sorted(c.pattern for c in drain.clusters())
@@ -88,5 +106,10 @@ def test_lines_without_words_cluster_by_their_text():
     lines = ["}", "***", "{}", "   ", "}", "order 1 placed", "order 2 placed", "***"]
     drain, counted = mine(lines)
     assert sorted((c.pattern, c.size) for c in drain.clusters()) == [
-        ("   ", 1), ("***", 2), ("order <_> placed", 2), ("{}", 1), ("}", 2)]
+        ("   ", 1),
+        ("***", 2),
+        ("order <_> placed", 2),
+        ("{}", 1),
+        ("}", 2),
+    ]
     assert_patterns_match(drain, counted)

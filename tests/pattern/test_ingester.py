@@ -1,4 +1,5 @@
 """PatternIngester: samples, step re-bucketing, aggregation across streams, tenants, limits (no Ray)."""
+
 from __future__ import annotations
 
 import pytest
@@ -37,8 +38,13 @@ def test_samples_are_bucketed_by_interval_and_rebucketed_by_step():
 
     (fine,) = ing.patterns("t", [eq("app", "a")], T0, T0 + 3600 * NS, 0)  # step below interval -> interval
     assert fine["pattern"] == "user <_> logged in from <_>"
-    assert fine["samples"] == [[T0 // NS, 3], [T0 // NS + 10, 1], [T0 // NS + 20, 1], [T0 // NS + 60, 1],
-                               [T0 // NS + 110, 1]]
+    assert fine["samples"] == [
+        [T0 // NS, 3],
+        [T0 // NS + 10, 1],
+        [T0 // NS + 20, 1],
+        [T0 // NS + 60, 1],
+        [T0 // NS + 110, 1],
+    ]
     (minute,) = ing.patterns("t", [eq("app", "a")], T0, T0 + 3600 * NS, 60 * NS)
     assert minute["samples"] == [[T0 // NS, 5], [T0 // NS + 60, 2]]
     # only buckets overlapping [start, end)

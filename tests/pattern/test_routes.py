@@ -1,4 +1,5 @@
 """The patterns route over ASGI with a fake pattern actor (no Ray)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,9 +10,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from svclog.actors.service_clients import PatternClient
 from svclog.model import NS
 from svclog.pattern import PatternIngester
-from svclog.actors.service_clients import PatternClient
 from svclog.serve.pattern_routes import add_pattern_routes
 from tests.pattern.test_ingester import T0, stream
 
@@ -63,8 +64,10 @@ def test_patterns_response(actor, prefix):
     params = {"query": '{app="api"}', "start": str(T0), "end": str(T0 + 3600 * NS), "step": "1m"}
     resp = call(make_app(actor), prefix + "/api/v1/patterns", params, {"X-Scope-OrgID": "acme"})
     assert resp.status_code == 200
-    assert resp.json() == {"status": "success",
-                           "data": [{"pattern": "user <_> logged in", "samples": [[T0 // NS, 12]]}]}
+    assert resp.json() == {
+        "status": "success",
+        "data": [{"pattern": "user <_> logged in", "samples": [[T0 // NS, 12]]}],
+    }
     tenant, matchers, start, end, step = actor.patterns.calls[-1]
     assert (tenant, start, end, step) == ("acme", T0, T0 + 3600 * NS, 60 * NS)
     assert [str(m) for m in matchers] == ['app="api"']
@@ -77,14 +80,17 @@ def test_default_step_and_single_tenant_mode(actor):
     assert actor.patterns.calls[-1][0] == "fake" and actor.patterns.calls[-1][-1] == 10 * NS
 
 
-@pytest.mark.parametrize("params,headers,status", [
-    ({"start": str(T0), "end": str(T0 + NS)}, {"X-Scope-OrgID": "acme"}, 400),          # no query
-    ({"query": "{app=", "start": str(T0)}, {"X-Scope-OrgID": "acme"}, 400),              # bad selector
-    ({"query": '{app="api"}', "step": "bogus"}, {"X-Scope-OrgID": "acme"}, 400),
-    ({"query": '{app="api"}', "start": str(T0 + NS), "end": str(T0)}, {"X-Scope-OrgID": "acme"}, 400),
-    ({"query": '{app="api"}'}, {"X-Scope-OrgID": "acme|globex"}, 400),                  # several tenants
-    ({"query": '{app="api"}'}, {}, 401),                                                 # no tenant
-])
+@pytest.mark.parametrize(
+    "params,headers,status",
+    [
+        ({"start": str(T0), "end": str(T0 + NS)}, {"X-Scope-OrgID": "acme"}, 400),  # no query
+        ({"query": "{app=", "start": str(T0)}, {"X-Scope-OrgID": "acme"}, 400),  # bad selector
+        ({"query": '{app="api"}', "step": "bogus"}, {"X-Scope-OrgID": "acme"}, 400),
+        ({"query": '{app="api"}', "start": str(T0 + NS), "end": str(T0)}, {"X-Scope-OrgID": "acme"}, 400),
+        ({"query": '{app="api"}'}, {"X-Scope-OrgID": "acme|globex"}, 400),  # several tenants
+        ({"query": '{app="api"}'}, {}, 401),  # no tenant
+    ],
+)
 def test_bad_requests(actor, params, headers, status):
     resp = call(make_app(actor), "/svc/api/v1/patterns", params, headers)
     assert resp.status_code == status

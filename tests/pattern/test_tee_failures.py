@@ -1,5 +1,6 @@
 """The pattern feed's SampledTee (svclog/distributor/tee.py) when its sink fails: the batch
 is dropped and counted, and the failure logged at most once a minute, never silently."""
+
 from __future__ import annotations
 
 import logging

@@ -1,5 +1,6 @@
 """Abandoned work stops in the querier: the heartbeat watcher cancels the guards of tickets the
 scheduler calls gone, and Querier.execute stops at its deadline or when cancelled."""
+
 from __future__ import annotations
 
 import threading
@@ -65,11 +66,20 @@ class SlowIngesters:
 
         from svclog.chunk.format import CHUNK_SCHEMA
 
-        self.found = [(Labels.from_dict({"app": "a", "pod": str(p)}),
-                       pa.Table.from_arrays([pa.array([p * NS + i for i in range(50)], pa.int64()),
-                                             pa.array([f"trace_id={p}-{i}" for i in range(50)]),
-                                             pa.nulls(50, CHUNK_SCHEMA.field("metadata").type)], schema=CHUNK_SCHEMA))
-                      for p in range(streams)]
+        self.found = [
+            (
+                Labels.from_dict({"app": "a", "pod": str(p)}),
+                pa.Table.from_arrays(
+                    [
+                        pa.array([p * NS + i for i in range(50)], pa.int64()),
+                        pa.array([f"trace_id={p}-{i}" for i in range(50)]),
+                        pa.nulls(50, CHUNK_SCHEMA.field("metadata").type),
+                    ],
+                    schema=CHUNK_SCHEMA,
+                ),
+            )
+            for p in range(streams)
+        ]
 
     def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
         import pyarrow.compute as pc
@@ -89,8 +99,9 @@ class SlowIngesters:
 
 def make_querier(tmp_path, streams: int = 200) -> Querier:
     store = ObjectStore(str(tmp_path))
-    return Querier(IndexReader(store), ChunkStore(store), SlowIngesters(streams),
-                   QuerierSettings(query_ingesters_within=0))
+    return Querier(
+        IndexReader(store), ChunkStore(store), SlowIngesters(streams), QuerierSettings(query_ingesters_within=0)
+    )
 
 
 SUB = SubQuery(parse('{app="a"} | logfmt'), QueryParams.for_range(0, 3600 * NS, step=NS, limit=10_000))

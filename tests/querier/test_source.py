@@ -1,4 +1,3 @@
-
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.logql.source import SelectRequest
 from svclog.model import Labels, Matcher, MatchType, StreamColumns
@@ -15,8 +14,9 @@ class Replicas:
         self.ingesters = ingesters
 
     def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
-        found = [item for ing in self.ingesters
-                 for item in ing.select(tenant, matchers, start, end, shard, line_filters)]
+        found = [
+            item for ing in self.ingesters for item in ing.select(tenant, matchers, start, end, shard, line_filters)
+        ]
         return found, len(self.ingesters)
 
     def series(self, tenant, matchers, start, end):

@@ -1,5 +1,6 @@
 """The query's deadline reaches the ingesters' selects, and a select it cut short fails the query
 with the query's own timeout error."""
+
 import pytest
 
 from svclog.ingester.instance import SelectDeadlinePassed, check_deadline

@@ -1,4 +1,5 @@
 """Query stats are honest: what ingesters scanned (before filters), head vs sealed, reached vs answers."""
+
 import pyarrow as pa
 
 from svclog.chunk.format import CHUNK_SCHEMA
@@ -16,8 +17,9 @@ HELLO = tuple(parse('{app=~".+"} |= "hello"').stages)  # the leading line filter
 
 
 def table(lines: list[str]) -> pa.Table:
-    return pa.Table.from_pydict({"ts": list(range(1, len(lines) + 1)), "line": lines, "metadata": [None] * len(lines)},
-                                schema=CHUNK_SCHEMA)
+    return pa.Table.from_pydict(
+        {"ts": list(range(1, len(lines) + 1)), "line": lines, "metadata": [None] * len(lines)}, schema=CHUNK_SCHEMA
+    )
 
 
 class ScanningIngesters:
@@ -84,6 +86,10 @@ def test_reached_is_distinct_ingesters_and_batches_every_answer(tmp_path):
 
 
 def test_merge_adds_counters_and_keeps_reached_at_most():
-    merged = merge_source_stats([SourceStats(ingester_reached=1, ingester_batches=1, store_lines=2),
-                                 SourceStats(ingester_reached=3, ingester_batches=3, store_lines=5)])
+    merged = merge_source_stats(
+        [
+            SourceStats(ingester_reached=1, ingester_batches=1, store_lines=2),
+            SourceStats(ingester_reached=3, ingester_batches=3, store_lines=5),
+        ]
+    )
     assert (merged.ingester_reached, merged.ingester_batches, merged.store_lines) == (3, 4, 7)

@@ -3,6 +3,7 @@
 Entries of one stream sharing a timestamp come back in push order (forward) and reversed
 (backward), wherever they are stored; only true duplicates (timestamp and line) collapse.
 """
+
 import pytest
 
 from svclog.compactor.chunk_merge import merge_small_chunks
@@ -53,8 +54,7 @@ def test_head_only_replicas_collapse_and_keep_push_order(cluster):
     source = StoreSource(["t"], IndexReader(store), chunks, Replicas(ings))
     assert _lines(source) == PUSHED
     assert source.stats.duplicates == 2 * len(PUSHED)
-    assert _lines(StoreSource(["t"], IndexReader(store), chunks, Replicas(ings)), direction="backward") \
-        == PUSHED[::-1]
+    assert _lines(StoreSource(["t"], IndexReader(store), chunks, Replicas(ings)), direction="backward") == PUSHED[::-1]
 
 
 def test_tie_run_split_over_flushed_chunks_sealed_chunks_and_heads(cluster):
@@ -84,11 +84,16 @@ def test_limit_cuts_inside_a_tie_run(cluster):
     _push(ings[:1], ["after"], ts=T + 1)
     ings[0].flush(force=True)
     _push(ings[:1], ["late same ts"])  # pushed after the flush: last among equals
-    source = lambda: StoreSource(["t"], IndexReader(store), chunks, Replicas(ings[:1]))
+
+    def source() -> StoreSource:
+        return StoreSource(["t"], IndexReader(store), chunks, Replicas(ings[:1]))
+
     assert _lines(source(), direction="forward", limit=4) == ["before", *PUSHED[:3]]
     assert _lines(source(), direction="backward", limit=4) == ["after", "late same ts", *PUSHED[:-3:-1]]
-    assert _lines(source(), query='{app="ties"} |~ "(second|fifth|seventh)"', direction="backward", limit=2) \
-        == ["cc seventh", "bb fifth"]
+    assert _lines(source(), query='{app="ties"} |~ "(second|fifth|seventh)"', direction="backward", limit=2) == [
+        "cc seventh",
+        "bb fifth",
+    ]
 
 
 def test_metric_queries_count_every_entry_of_a_tie_run_once(cluster):
@@ -112,5 +117,5 @@ def test_compactor_merge_keeps_push_order_of_ties(tmp_path):
     index = TenantIndex(store, "t")
     merged, written = merge_small_chunks(index, ChunkIO(store), schema.period_of(T), 1 << 20)
     assert (merged, written) == (3, 1)
-    ref, = [r for r in index.refs_in(schema.period_of(T)) if r.labels == APP]
+    (ref,) = [r for r in index.refs_in(schema.period_of(T)) if r.labels == APP]
     assert ChunkIO(store).read(ref).column("line").to_pylist() == PUSHED

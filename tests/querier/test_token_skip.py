@@ -1,4 +1,5 @@
 """The querier's store reads ask the token index: same answers, fewer blocks decoded, counted in stats."""
+
 import random
 from dataclasses import dataclass
 
@@ -36,12 +37,20 @@ def _store(tmp_path, ids: list[str], token_index: bool = True) -> ChunkStore:
     streams = []
     for s, app in enumerate(("api", "web")):
         rows = range(s, len(ids), 2)
-        table = pa.Table.from_pydict({
-            "ts": [i * 1000 for i in rows],
-            "line": [f"level=info msg=\"done\" path=/a/{i} trace_id={ids[i]}" for i in rows],
-            "metadata": [[("span", ids[i][:16]), ("req", ids[-1 - i])] for i in rows]}, schema=CHUNK_SCHEMA)
-        streams.append((Labels({"app": app, "req": "stream-label"}.items() if app == "web" else {"app": app}.items()),
-                        SealedChunk.from_table(table, 1)))
+        table = pa.Table.from_pydict(
+            {
+                "ts": [i * 1000 for i in rows],
+                "line": [f'level=info msg="done" path=/a/{i} trace_id={ids[i]}' for i in rows],
+                "metadata": [[("span", ids[i][:16]), ("req", ids[-1 - i])] for i in rows],
+            },
+            schema=CHUNK_SCHEMA,
+        )
+        streams.append(
+            (
+                Labels({"app": app, "req": "stream-label"}.items() if app == "web" else {"app": app}.items()),
+                SealedChunk.from_table(table, 1),
+            )
+        )
     chunks.put_chunks("t", streams, "w")
     return chunks
 
@@ -62,7 +71,7 @@ def _select(chunks: ChunkStore, request: SelectRequest) -> tuple[list, dict]:
 def test_a_needle_reads_one_block_and_answers_as_a_full_scan(tmp_path):
     ids = _ids(1, 3000)
     with_index, without = _store(tmp_path, ids), _store(tmp_path, ids, token_index=False)
-    filters = tuple(parse(f"{{app=~\".+\"}} |= \"{ids[1234]}\"").stages)
+    filters = tuple(parse(f'{{app=~".+"}} |= "{ids[1234]}"').stages)
     request = SelectRequest(APP, 0, 10**12, line_filters=filters)
     rows, stats = _select(with_index, request)
     assert rows == _select(without, request)[0] and len(rows) == 1
@@ -76,8 +85,13 @@ def test_a_needle_reads_one_block_and_answers_as_a_full_scan(tmp_path):
 def test_structured_metadata_equalities_skip_blocks_but_not_for_stream_labels(tmp_path):
     ids = _ids(2, 3000)
     with_index, without = _store(tmp_path, ids), _store(tmp_path, ids, token_index=False)
-    for wanted in ((("span", ids[77][:16]),), (("req", ids[-1 - 78]),), (("req", "stream-label"),),
-                   (("span", "nope"),), (("span", ""),)):
+    for wanted in (
+        (("span", ids[77][:16]),),
+        (("req", ids[-1 - 78]),),
+        (("req", "stream-label"),),
+        (("span", "nope"),),
+        (("span", ""),),
+    ):
         request = RequestWithMetadata(APP, 0, 10**12, metadata_equals=wanted)
         rows, stats = _select(with_index, request)
         assert rows == _select(without, request)[0], wanted

@@ -1,4 +1,5 @@
 """volumes(): the step guard before any allocation, and volume_max_series enforcement."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -14,8 +15,12 @@ APP = (Matcher("app", MatchType.RE, ".+"),)
 
 class Source:
     def __init__(self, *apps: str):
-        self.blocks = [SimpleNamespace(labels=Labels({"app": app}.items()), line=pa.array(["x" * (i + 1)]),
-                                       ts=pa.array([5 * NS], pa.int64())) for i, app in enumerate(apps)]
+        self.blocks = [
+            SimpleNamespace(
+                labels=Labels({"app": app}.items()), line=pa.array(["x" * (i + 1)]), ts=pa.array([5 * NS], pa.int64())
+            )
+            for i, app in enumerate(apps)
+        ]
 
     def select_logs(self, request):
         return iter(self.blocks)

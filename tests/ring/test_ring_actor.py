@@ -1,4 +1,5 @@
 """The ring actor's logic, without Ray: a restarted ring takes members back with their own tokens."""
+
 from __future__ import annotations
 
 from svclog.actors.ring_actor import RingActor

@@ -1,4 +1,5 @@
 """The ring status page: rows, health by heartbeat age, the Forget form, ownership."""
+
 from __future__ import annotations
 
 from svclog.ring.ring import LEAVING, TOKEN_SPACE, Member
@@ -10,8 +11,10 @@ TIMEOUT = 60 * S
 
 
 def _members():
-    return [Member("ingester-1", "ingester-1", "node-b", (10, TOKEN_SPACE // 2), "ACTIVE", NOW - 120 * S, NOW),
-            Member("ingester-0", "ingester-0", "node-a", (TOKEN_SPACE // 4,), LEAVING, NOW - 5 * S, NOW)]
+    return [
+        Member("ingester-1", "ingester-1", "node-b", (10, TOKEN_SPACE // 2), "ACTIVE", NOW - 120 * S, NOW),
+        Member("ingester-0", "ingester-0", "node-a", (TOKEN_SPACE // 4,), LEAVING, NOW - 5 * S, NOW),
+    ]
 
 
 def test_rows_judge_health_by_heartbeat_age_against_the_timeout():
@@ -34,8 +37,9 @@ def test_ownership_covers_the_token_space():
 
 
 def test_page_has_a_row_and_a_forget_form_per_member():
-    page = render_ring_page("Ingester ring", member_rows(_members(), NOW, TIMEOUT), heartbeat_timeout_ns=TIMEOUT,
-                            now_ns=NOW)
+    page = render_ring_page(
+        "Ingester ring", member_rows(_members(), NOW, TIMEOUT), heartbeat_timeout_ns=TIMEOUT, now_ns=NOW
+    )
     assert page.startswith("<!DOCTYPE html>") and "<title>Ingester ring</title>" in page
     assert page.count('name="forget"') == 2 and 'value="ingester-1"' in page
     assert page.count('method="POST"') == 2
@@ -45,8 +49,15 @@ def test_page_has_a_row_and_a_forget_form_per_member():
 
 def test_page_without_a_ring_has_no_forget_form_and_escapes_text():
     rows = member_rows([Member("<b>x</b>", "a&b", heartbeat_ns=NOW)], NOW, TIMEOUT)
-    page = render_ring_page("Compactor", rows, heartbeat_timeout_ns=TIMEOUT, now_ns=NOW, forget_enabled=False,
-                            note="no ring", message="forgot <y>")
+    page = render_ring_page(
+        "Compactor",
+        rows,
+        heartbeat_timeout_ns=TIMEOUT,
+        now_ns=NOW,
+        forget_enabled=False,
+        note="no ring",
+        message="forgot <y>",
+    )
     assert "forget" not in page.split("<table>")[1]
     assert "&lt;b&gt;x&lt;/b&gt;" in page and "a&amp;b" in page and "forgot &lt;y&gt;" in page
 

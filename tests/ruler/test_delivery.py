@@ -1,4 +1,5 @@
 """Alertmanager and remote-write delivery over real HTTP (receivers on 127.0.0.1, random ports)."""
+
 import json
 import subprocess
 import sys
@@ -62,13 +63,20 @@ def receiver():
 
 def test_alertmanager_endpoints():
     assert alertmanager_endpoints("http://a:9093, http://b/prefix/ ,http://c/api/v2/alerts") == [
-        "http://a:9093/api/v2/alerts", "http://b/prefix/api/v2/alerts", "http://c/api/v2/alerts"]
+        "http://a:9093/api/v2/alerts",
+        "http://b/prefix/api/v2/alerts",
+        "http://c/api/v2/alerts",
+    ]
 
 
 def test_notifier_posts_v2_alerts(receiver):
     notifier = AlertmanagerNotifier(receiver.url, FAST, external_labels=(("cluster", "eu"), ("app", "ignored")))
-    alert = {"labels": {"alertname": "A", "app": "api"}, "annotations": {"s": "x"},
-             "startsAt": "2027-01-15T08:00:00Z", "endsAt": "2027-01-15T08:04:00Z"}
+    alert = {
+        "labels": {"alertname": "A", "app": "api"},
+        "annotations": {"s": "x"},
+        "startsAt": "2027-01-15T08:00:00Z",
+        "endsAt": "2027-01-15T08:04:00Z",
+    }
     notifier.send("tenant-1", [alert])
     [(path, headers, body)] = receiver.requests
     assert path == "/api/v2/alerts"
@@ -109,7 +117,9 @@ def test_remote_write_encoding_round_trips():
     request = remote_write_pb2.WriteRequest()
     request.ParseFromString(snappy.uncompress(body))
     assert [[(lb.name, lb.value) for lb in ts.labels] for ts in request.timeseries] == [
-        [("__name__", "m"), ("x", "1")], [("__name__", "m"), ("x", "2")]]
+        [("__name__", "m"), ("x", "1")],
+        [("__name__", "m"), ("x", "2")],
+    ]
     assert [(s.value, s.timestamp) for s in request.timeseries[0].samples] == [(0.5, 1000), (1.5, 2000)]
     assert sorted(decode_write_request(body)) == sorted(samples)
 
@@ -146,8 +156,13 @@ def test_ruler_delivers_alerts_and_recorded_samples_over_http(rule_store, receiv
     try:
         RulesAPI(rule_store).set_group("t", "alerts", ALERT_BODY.replace("for: 2m", "for: 1m"))
         RulesAPI(rule_store).set_group("t", "records", RECORD_BODY)
-        ruler = Ruler(rule_store, VectorQuerier([({"app": "api", "cluster": "c1"}, 3.0)]), RulerSettings(),
-                      AlertmanagerNotifier(receiver.url, FAST), RemoteWriter(remote.url + "/push", FAST))
+        ruler = Ruler(
+            rule_store,
+            VectorQuerier([({"app": "api", "cluster": "c1"}, 3.0)]),
+            RulerSettings(),
+            AlertmanagerNotifier(receiver.url, FAST),
+            RemoteWriter(remote.url + "/push", FAST),
+        )
         start = 1_800_000_000 * NS
         for second in range(0, 6 * 60, 5):
             ruler.tick(start + second * NS)
@@ -165,10 +180,14 @@ def test_ruler_delivers_alerts_and_recorded_samples_over_http(rule_store, receiv
 
 def test_generated_remote_write_module_is_current(tmp_path):
     proto = "svclog/ruler/remote_write.proto"
-    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{REPO}", f"--python_out={tmp_path}",
-                    str(REPO / proto)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "grpc_tools.protoc", f"-I{REPO}", f"--python_out={tmp_path}", str(REPO / proto)],
+        check=True,
+        capture_output=True,
+    )
     fresh = (tmp_path / "svclog/ruler/remote_write_pb2.py").read_text()
     committed = (REPO / "svclog/ruler/remote_write_pb2.py").read_text().splitlines(keepends=True)
-    body = "".join(line for index, line in enumerate(committed)
-                   if index >= 4 or not line.startswith(("# svclog:", "# ruff: noqa")))
+    body = "".join(
+        line for index, line in enumerate(committed) if index >= 4 or not line.startswith(("# svclog:", "# ruff: noqa"))
+    )
     assert body == fresh, "remote_write_pb2.py is stale: regenerate it (see its header)"

@@ -1,4 +1,5 @@
 """Evaluation: scheduling, the alert state machine, recording rules, compat views, sharding."""
+
 import itertools
 
 import pytest
@@ -46,8 +47,9 @@ class Collect:
 @pytest.fixture
 def setup(rule_store):
     querier, alerts, samples = FakeQuerier(), Collect(), Collect()
-    ruler = Ruler(rule_store, querier, RulerSettings(resend_delay_ns=MIN, external_labels=(("cluster", "eu"),)),
-                  alerts, samples)
+    ruler = Ruler(
+        rule_store, querier, RulerSettings(resend_delay_ns=MIN, external_labels=(("cluster", "eu"),)), alerts, samples
+    )
     api = RulesAPI(rule_store, on_change=lambda tenant: ruler.sync(T0, tenant))
     return ruler, api, querier, alerts, samples
 
@@ -199,7 +201,13 @@ def test_compat_views(setup):
 
 def test_format_value_like_go():
     assert [format_value(v) for v in (1.5, 0.0, 100.0, 1 / 3, float("nan"), float("-inf"))] == [
-        "1.5e+00", "0e+00", "1e+02", "3.333333333333333e-01", "NaN", "-Inf"]
+        "1.5e+00",
+        "0e+00",
+        "1e+02",
+        "3.333333333333333e-01",
+        "NaN",
+        "-Inf",
+    ]
 
 
 def test_vector_from_query_data():
@@ -218,6 +226,7 @@ def test_disabled_tenants_are_not_evaluated(rule_store):
 
 
 # ---------------------------------------------------------------- sharding
+
 
 def _ring(*members):
     ring = Ring()

@@ -1,5 +1,6 @@
 """Several rulers over one shared ring: each group is evaluated exactly once per slot, and a
 ruler's groups move to the others when it leaves the ring or stops heartbeating."""
+
 import dataclasses
 from collections import defaultdict
 
@@ -14,8 +15,10 @@ GROUPS = [(tenant, f"ns{i % 3}", f"g{i}") for i, tenant in enumerate(["t1", "t2"
 
 
 def _body(name: str) -> str:
-    return (f"name: {name}\ninterval: 1m\nrules:\n  - record: {name}:lines\n"
-            f"    expr: sum(count_over_time({{group=\"{name}\"}}[5m]))\n")
+    return (
+        f"name: {name}\ninterval: 1m\nrules:\n  - record: {name}:lines\n"
+        f'    expr: sum(count_over_time({{group="{name}"}}[5m]))\n'
+    )
 
 
 class Recorder:
@@ -45,8 +48,15 @@ def _setup(rule_store, ids):
         ring.register(member, member, node=member, num_tokens=128)
     recorder = Recorder()
     settings = RulerSettings(poll_interval_ns=600 * NS, ring_check_interval_ns=5 * NS)
-    rulers = {m: Ruler(rule_store, recorder.for_ruler(m), dataclasses.replace(settings, instance_id=m),
-                       ring=lambda: healthy_ring(ring)) for m in ids}
+    rulers = {
+        m: Ruler(
+            rule_store,
+            recorder.for_ruler(m),
+            dataclasses.replace(settings, instance_id=m),
+            ring=lambda: healthy_ring(ring),
+        )
+        for m in ids
+    }
     return ring, rulers, recorder
 
 

@@ -3,6 +3,7 @@
 Also replays the recorded conformance cases of the rules category (when the shared
 suite is present) through the same app.
 """
+
 import asyncio
 import json
 from pathlib import Path
@@ -12,11 +13,11 @@ import pytest
 import yaml
 from fastapi import FastAPI
 
+from svclog.actors.service_clients import RulerClient
 from svclog.model import NS, SvcError
 from svclog.ruler.api import RulesAPI
 from svclog.ruler.ruler import Ruler, RulerSettings
 from svclog.ruler.service import RulerService
-from svclog.actors.service_clients import RulerClient
 from svclog.serve.ruler_routes import add_ruler_routes
 
 from .conftest import ALERT_BODY, RECORD_BODY
@@ -42,6 +43,7 @@ class _Method:
                 return self.func(*args)
             except SvcError as err:
                 raise TaskError(err) from err
+
         return run()
 
 
@@ -98,6 +100,7 @@ def test_rules_api_round_trip(service):
             assert (await c.delete("/svc/api/v1/rules/ns-one", headers=H)).status_code == 202
             r = await c.get("/svc/api/v1/rules", headers=H)
             assert r.status_code == 404 and "no rule groups found" in r.text
+
     run(scenario())
 
 
@@ -114,18 +117,21 @@ def test_errors_and_tenants(service):
             assert (await c.get("/svc/api/v1/rules/a/b/c", headers=H)).status_code == 404
             await c.post("/svc/api/v1/rules/ns", content=ALERT_BODY, headers={"X-Scope-OrgID": "other"})
             assert (await c.get("/svc/api/v1/rules", headers=H)).status_code == 404
+
     run(scenario())
 
 
 def test_namespace_with_encoded_slash_and_unicode(service):
     async def scenario():
         async with _client(service) as c:
-            assert (await c.post("/svc/api/v1/rules/team%2Fa%20b%C3%BC", content=ALERT_BODY,
-                                 headers=H)).status_code == 202
+            assert (
+                await c.post("/svc/api/v1/rules/team%2Fa%20b%C3%BC", content=ALERT_BODY, headers=H)
+            ).status_code == 202
             r = await c.get("/svc/api/v1/rules", headers=H)
             assert list(yaml.safe_load(r.text)) == ["team/a bü"]
             r = await c.get("/svc/api/v1/rules/team%2Fa%20b%C3%BC/api-errors", headers=H)
             assert r.status_code == 200
+
     run(scenario())
 
 
@@ -134,6 +140,7 @@ def test_single_tenant_mode_uses_fake(service):
         async with _client(service, auth_enabled=False) as c:
             assert (await c.post("/svc/api/v1/rules/ns", content=ALERT_BODY)).status_code == 202
         assert service.api.store.list_groups("fake")
+
     run(scenario())
 
 
@@ -159,6 +166,7 @@ def test_compat_routes(service):
             assert alert["state"] == "firing" and alert["labels"]["alertname"] == "HighApiErrorRate"
             r = await c.get("/compat/api/v1/alerts", headers={"X-Scope-OrgID": "nobody"})
             assert r.json() == {"status": "success", "data": {"alerts": []}}
+
     run(scenario())
 
 
@@ -170,6 +178,7 @@ def test_compat_merges_several_rulers(service, rule_store):
             await c.post("/svc/api/v1/rules/ns", content=ALERT_BODY, headers=H)
             r = await c.get("/compat/api/v1/rules", headers=H)
             assert len(r.json()["data"]["groups"]) == 1  # only the first ruler loaded it so far
+
     run(scenario())
 
 
@@ -198,13 +207,23 @@ def test_compat_merges_the_rulers_a_ruler_names(rule_store):
             assert sorted(g["name"] for g in r.json()["data"]["groups"]) == sorted(f"g{i}" for i in range(12))
             r = await c.get("/compat/api/v1/alerts", headers=H)
             assert r.status_code == 200 and r.json()["data"] == {"alerts": []}
+
     run(scenario())
 
 
 def test_disabled_api_answers_404_everywhere(service):
-    paths = ["/svc/api/v1/rules", "/svc/api/v1/rules/ns", "/svc/api/v1/rules/ns/g", "/api/prom/rules",
-             "/loki/api/v1/rules/ns", "/prometheus/api/v1/rules", "/prometheus/api/v1/alerts",
-             "/compat/api/v1/rules", "/compat/api/v1/alerts", "/api/prom/api/v1/alerts"]
+    paths = [
+        "/svc/api/v1/rules",
+        "/svc/api/v1/rules/ns",
+        "/svc/api/v1/rules/ns/g",
+        "/api/prom/rules",
+        "/loki/api/v1/rules/ns",
+        "/prometheus/api/v1/rules",
+        "/prometheus/api/v1/alerts",
+        "/compat/api/v1/rules",
+        "/compat/api/v1/alerts",
+        "/api/prom/api/v1/alerts",
+    ]
 
     async def scenario():
         async with _client(service, api_enabled=lambda: False) as c:
@@ -216,6 +235,7 @@ def test_disabled_api_answers_404_everywhere(service):
             assert r.status_code == 404
             assert (await c.delete("/svc/api/v1/rules/ns", headers=H)).status_code == 404
         assert service.api.store.list_groups("t1") == {}
+
     run(scenario())
 
 
@@ -233,6 +253,7 @@ def test_api_follows_the_gateway_config(service, monkeypatch):
 
 # ---------------------------------------------------------------- recorded conformance cases
 
+
 def _shape_ok(value, shape) -> bool:
     types = {"$number": (int, float), "$string": str, "$list": list, "$object": dict, "$bool": bool}
     if isinstance(shape, dict):
@@ -249,8 +270,9 @@ async def _replay(client, case):
         headers = dict(step.get("headers", {}))
         if "content_type" in step:
             headers["Content-Type"] = step["content_type"]
-        r = await client.request(step["method"], step["path"], params=step.get("params") or None,
-                                 content=step.get("body"), headers=headers)
+        r = await client.request(
+            step["method"], step["path"], params=step.get("params") or None, content=step.get("body"), headers=headers
+        )
         expect = step["expect"]
         statuses = expect["status"] if isinstance(expect["status"], list) else [expect["status"]]
         assert r.status_code in statuses, (step["path"], r.status_code, r.text)
@@ -272,4 +294,5 @@ def test_conformance_rules_cases(service, path):
     async def scenario():
         async with _client(service) as c:
             await _replay(c, case)
+
     run(scenario())

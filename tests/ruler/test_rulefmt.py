@@ -1,4 +1,5 @@
 """Rule-group YAML: decoding, validation messages, encoding."""
+
 import pytest
 
 from svclog.model import NS, ValidationError
@@ -47,33 +48,47 @@ def test_round_trips_through_yaml():
 
 
 def test_scalars_keep_their_text():
-    group = parse_group('name: g\nrules:\n  - alert: A\n    expr: sum(rate({a="b"}[1m])) > 1\n'
-                       "    labels:\n      version: 1.10\n      flag: true\n")
+    group = parse_group(
+        'name: g\nrules:\n  - alert: A\n    expr: sum(rate({a="b"}[1m])) > 1\n'
+        "    labels:\n      version: 1.10\n      flag: true\n"
+    )
     assert dict(group.rules[0].labels) == {"version": "1.10", "flag": "true"}
 
 
-@pytest.mark.parametrize("body, reason", [
-    ("name: [unclosed\nrules: {", "unable to decoded rule group"),
-    ("- just\n- a list\n", "must be a mapping"),
-    ("name: g\nrules: nope\n", "rules must be a list"),
-    ("name: g\ninterval: soon\nrules: []\n", "not a valid duration"),
-    ("name: g\nname: h\nrules: []\n", "already defined"),
-    ("rules:\n  - alert: A\n    expr: sum(rate({a=\"b\"}[1m]))\n", "rule group name must not be empty"),
-    ("name: g\nrules: []\n", "has no rules"),
-    ("name: g\nrules:\n  - alert: A\n    record: b\n    expr: sum(rate({a=\"b\"}[1m]))\n", "only one of"),
-    ("name: g\nrules:\n  - expr: sum(rate({a=\"b\"}[1m]))\n", "one of 'record' or 'alert' must be set"),
-    ("name: g\nrules:\n  - alert: A\n", "field 'expr' must be set"),
-    ("name: g\nrules:\n  - alert: A\n    expr: sum(rate({a=\"b\"}[1m]) \n", "could not parse expression for alert 'A'"),
-    ("name: g\nrules:\n  - alert: A\n    expr: '{a=\"b\"} |= \"x\"'\n", "metric query"),
-    ("name: g\nrules:\n  - record: r\n    expr: sum(rate({a=\"b\"}[1m]))\n    for: 1m\n", "invalid field 'for'"),
-    ("name: g\nrules:\n  - record: r\n    expr: sum(rate({a=\"b\"}[1m]))\n    annotations:\n      x: y\n",
-     "invalid field 'annotations'"),
-    ("name: g\nrules:\n  - record: bad-name\n    expr: sum(rate({a=\"b\"}[1m]))\n", "invalid recording rule name"),
-    ("name: g\nrules:\n  - alert: A\n    expr: sum(rate({a=\"b\"}[1m]))\n    labels:\n      bad-label: x\n",
-     "invalid label name"),
-    ("name: g\nrules:\n  - alert: A\n    expr: sum(rate({a=\"b\"}[1m]))\n    annotations:\n      s: '{{ $nope }}'\n",
-     "error parsing annotation template"),
-])
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ("name: [unclosed\nrules: {", "unable to decoded rule group"),
+        ("- just\n- a list\n", "must be a mapping"),
+        ("name: g\nrules: nope\n", "rules must be a list"),
+        ("name: g\ninterval: soon\nrules: []\n", "not a valid duration"),
+        ("name: g\nname: h\nrules: []\n", "already defined"),
+        ('rules:\n  - alert: A\n    expr: sum(rate({a="b"}[1m]))\n', "rule group name must not be empty"),
+        ("name: g\nrules: []\n", "has no rules"),
+        ('name: g\nrules:\n  - alert: A\n    record: b\n    expr: sum(rate({a="b"}[1m]))\n', "only one of"),
+        ('name: g\nrules:\n  - expr: sum(rate({a="b"}[1m]))\n', "one of 'record' or 'alert' must be set"),
+        ("name: g\nrules:\n  - alert: A\n", "field 'expr' must be set"),
+        (
+            'name: g\nrules:\n  - alert: A\n    expr: sum(rate({a="b"}[1m]) \n',
+            "could not parse expression for alert 'A'",
+        ),
+        ('name: g\nrules:\n  - alert: A\n    expr: \'{a="b"} |= "x"\'\n', "metric query"),
+        ('name: g\nrules:\n  - record: r\n    expr: sum(rate({a="b"}[1m]))\n    for: 1m\n', "invalid field 'for'"),
+        (
+            'name: g\nrules:\n  - record: r\n    expr: sum(rate({a="b"}[1m]))\n    annotations:\n      x: y\n',
+            "invalid field 'annotations'",
+        ),
+        ('name: g\nrules:\n  - record: bad-name\n    expr: sum(rate({a="b"}[1m]))\n', "invalid recording rule name"),
+        (
+            'name: g\nrules:\n  - alert: A\n    expr: sum(rate({a="b"}[1m]))\n    labels:\n      bad-label: x\n',
+            "invalid label name",
+        ),
+        (
+            "name: g\nrules:\n  - alert: A\n    expr: sum(rate({a=\"b\"}[1m]))\n    annotations:\n      s: '{{ $nope }}'\n",
+            "error parsing annotation template",
+        ),
+    ],
+)
 def test_rejects_invalid_groups_with_the_reason(body, reason):
     with pytest.raises(ValidationError) as err:
         parse_group(body)
@@ -81,20 +96,33 @@ def test_rejects_invalid_groups_with_the_reason(body, reason):
 
 
 def test_duplicate_group_names_in_a_file_are_rejected():
-    text = ("groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: sum(rate({a=\"b\"}[1m]))\n"
-            "  - name: g\n    rules:\n      - alert: B\n        expr: sum(rate({a=\"b\"}[1m]))\n")
+    text = (
+        'groups:\n  - name: g\n    rules:\n      - alert: A\n        expr: sum(rate({a="b"}[1m]))\n'
+        '  - name: g\n    rules:\n      - alert: B\n        expr: sum(rate({a="b"}[1m]))\n'
+    )
     with pytest.raises(ValidationError, match='groupname: "g" is repeated in the same file'):
         parse_rule_file(text)
 
 
 def test_duplicate_rule_names_are_allowed_as_in_the_reference():
-    body = ("name: g\nrules:\n  - alert: A\n    expr: sum(rate({a=\"b\"}[1m])) > 1\n"
-            "  - alert: A\n    expr: sum(rate({a=\"c\"}[1m])) > 1\n")
+    body = (
+        'name: g\nrules:\n  - alert: A\n    expr: sum(rate({a="b"}[1m])) > 1\n'
+        '  - alert: A\n    expr: sum(rate({a="c"}[1m])) > 1\n'
+    )
     assert len(parse_group(body).rules) == 2
 
 
-@pytest.mark.parametrize("ns, text", [(0, "0s"), (120 * NS, "2m"), (5400 * NS, "1h30m"), (7 * 86400 * NS, "1w"),
-                                      (8 * 86400 * NS, "8d"), (1_500_000_000, "1s500ms")])
+@pytest.mark.parametrize(
+    "ns, text",
+    [
+        (0, "0s"),
+        (120 * NS, "2m"),
+        (5400 * NS, "1h30m"),
+        (7 * 86400 * NS, "1w"),
+        (8 * 86400 * NS, "8d"),
+        (1_500_000_000, "1s500ms"),
+    ],
+)
 def test_format_duration(ns, text):
     assert format_duration(ns) == text
 
@@ -103,8 +131,9 @@ def test_load_yaml_keeps_everything_as_strings():
     assert load_yaml("a: 1\nb: [x, 2]\n") == {"a": "1", "b": ["x", "2"]}
 
 
-@pytest.mark.parametrize("text", ["[" * 10000, "{a: " * 10000, "- " * 10000, "a:\n" + "".join(
-    " " * i + f"k{i}:\n" for i in range(1, 200))])
+@pytest.mark.parametrize(
+    "text", ["[" * 10000, "{a: " * 10000, "- " * 10000, "a:\n" + "".join(" " * i + f"k{i}:\n" for i in range(1, 200))]
+)
 def test_deeply_nested_yaml_is_a_validation_error_not_a_recursion_error(text):
     import time
 

@@ -1,4 +1,5 @@
 """Rule store layout and the rules API logic (list/get/set/delete, 404s, limits, filters)."""
+
 import pytest
 import yaml
 
@@ -78,9 +79,17 @@ def test_api_set_get_list_delete(rule_store):
     assert listed["ns-two"][0]["rules"][0]["record"] == "nginx:requests:rate5m"
     assert list(yaml.safe_load(api.get_namespace("t", "ns-one"))) == ["ns-one"]
     group = yaml.safe_load(api.get_group("t", "ns-two", "nginx-recording"))
-    assert group == {"name": "nginx-recording", "interval": "2m", "rules": [
-        {"record": "nginx:requests:rate5m", "expr": 'sum by (cluster) (rate({app="nginx"}[5m]))',
-         "labels": {"source": "conformance"}}]}
+    assert group == {
+        "name": "nginx-recording",
+        "interval": "2m",
+        "rules": [
+            {
+                "record": "nginx:requests:rate5m",
+                "expr": 'sum by (cluster) (rate({app="nginx"}[5m]))',
+                "labels": {"source": "conformance"},
+            }
+        ],
+    }
     api.delete_group("t", "ns-two", "nginx-recording")
     with pytest.raises(NotFoundError):
         api.get_group("t", "ns-two", "nginx-recording")
@@ -120,13 +129,14 @@ def test_api_rejects_invalid_bodies_without_storing(rule_store):
 
 
 def test_api_limits(rule_store):
-    api = RulesAPI(rule_store, limits=lambda tenant: RuleLimits(max_rules_per_rule_group=1,
-                                                                max_rule_groups_per_tenant=1))
+    api = RulesAPI(
+        rule_store, limits=lambda tenant: RuleLimits(max_rules_per_rule_group=1, max_rule_groups_per_tenant=1)
+    )
     api.set_group("t", "ns", ALERT_BODY)
     api.set_group("t", "ns", ALERT_BODY)  # replacing the same group is within the limit
     with pytest.raises(ValidationError, match="rule groups limit"):
         api.set_group("t", "ns", RECORD_BODY)
-    two_rules = ALERT_BODY + "  - alert: Other\n    expr: sum(rate({a=\"b\"}[1m])) > 0\n"
+    two_rules = ALERT_BODY + '  - alert: Other\n    expr: sum(rate({a="b"}[1m])) > 0\n'
     with pytest.raises(ValidationError, match="rules per rule group limit"):
         api.set_group("t", "ns", two_rules)
 

@@ -5,15 +5,18 @@ from svclog.scheduler import QueueDepthError, actor_path_from_headers, parse_act
 from svclog.scheduler.actor_path import limit_depth
 
 
-@pytest.mark.parametrize("header, path", [
-    (None, ()),
-    ("", ()),
-    ("dashboards", ("dashboards",)),
-    ("explore|carol", ("explore", "carol")),
-    ("org|team-b|bob", ("org", "team-b", "bob")),
-    ("a||b", ("a", "", "b")),  # split verbatim, as the reference does
-    (" a |b", (" a ", "b")),
-])
+@pytest.mark.parametrize(
+    "header, path",
+    [
+        (None, ()),
+        ("", ()),
+        ("dashboards", ("dashboards",)),
+        ("explore|carol", ("explore", "carol")),
+        ("org|team-b|bob", ("org", "team-b", "bob")),
+        ("a||b", ("a", "", "b")),  # split verbatim, as the reference does
+        (" a |b", (" a ", "b")),
+    ],
+)
 def test_parse_actor_path(header, path):
     assert parse_actor_path(header) == path
 

@@ -1,5 +1,6 @@
 """Deadlines and liveness in the scheduler: expired sub-queries are never handed out, queriers
 learn which running work is gone, and only a dead querier's work is queued again."""
+
 from __future__ import annotations
 
 import asyncio

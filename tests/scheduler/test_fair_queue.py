@@ -1,4 +1,5 @@
 """FairQueue: the 1/N shares of API.md's query fairness, proven on long deterministic runs."""
+
 import random
 from collections import Counter
 
@@ -26,6 +27,7 @@ def assert_within(actual: float, expected: float, who: object = "", tolerance: f
 
 
 # ---------------------------------------------------------------- FIFO and bookkeeping
+
 
 def test_fifo_within_one_queue_and_empty_is_none():
     queue = FairQueue()
@@ -93,6 +95,7 @@ def test_order_is_deterministic():
 
 # ---------------------------------------------------------------- fairness
 
+
 def test_three_actors_two_flooding_one_light_each_get_a_third():
     """Two actors flood one tenant; a light actor keeps one request queued at a time."""
     queue = FairQueue()
@@ -109,7 +112,7 @@ def test_three_actors_two_flooding_one_light_each_get_a_third():
         assert_within(share, 1 / 3, actor)
     # and the shares hold in every window, not only on average
     for start in range(0, 9_000, 300):
-        window = shares(taken[start:start + 300], lambda t: t.path[0])
+        window = shares(taken[start : start + 300], lambda t: t.path[0])
         assert all(abs(s - 1 / 3) <= 0.1 / 3 for s in window.values()), window
 
 
@@ -211,6 +214,7 @@ def test_strict_round_robin_order():
 
 # ---------------------------------------------------------------- limits
 
+
 def test_hierarchy_depth_limit():
     queue = FairQueue(max_levels=2)
     queue.enqueue("t", ("a", "b"), 0)
@@ -293,6 +297,7 @@ def test_random_operations_lose_and_duplicate_nothing():
 
 # ---------------------------------------------------------------- per consumer group (querier node)
 
+
 def _per_group(rotation, groups_of, steps: int) -> dict[str, Counter]:
     """Three flooding actor paths; consumers dequeue in `rotation` order, each in group `groups_of(c)`."""
     queue = FairQueue()
@@ -308,8 +313,10 @@ def _per_group(rotation, groups_of, steps: int) -> dict[str, Counter]:
 
 def test_each_node_gets_equal_shares_whatever_order_the_nodes_dequeue_in():
     rng = random.Random(3)
-    for rotation in (lambda step: f"n{step % 3}",  # nodes in lockstep: global turns would give n0 only "a"
-                     lambda step: rng.choice(["n0", "n0", "n1", "n2"])):  # n0 twice as busy, random order
+    for rotation in (
+        lambda step: f"n{step % 3}",  # nodes in lockstep: global turns would give n0 only "a"
+        lambda step: rng.choice(["n0", "n0", "n1", "n2"]),
+    ):  # n0 twice as busy, random order
         got = _per_group(rotation, lambda node: node, 3_000)
         for node, counts in got.items():
             assert set(counts) == {"a", "b", "c"}, (node, counts)

@@ -1,5 +1,6 @@
 """QuerierPool (the scheduler's autoscaled queriers): grows by creating queriers, drains before it
 stops one, and never fails the work a drained querier ran. Ray's calls are replaced by fakes."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,12 +29,21 @@ def pool(monkeypatch):
     monkeypatch.setattr(querier_scaler, "_remote_querier", lambda: FakeRemote(made))
     monkeypatch.setattr(querier_scaler.ray, "cluster_resources", lambda: {"CPU": 8.0, "svclog_read": 2.0})
     monkeypatch.setattr(querier_scaler.ray, "kill", lambda handle, no_restart: killed.append(handle))
-    monkeypatch.setattr(querier_scaler, "querier_options", lambda i, cpus, slots: {"name": f"querier-{i}",
-                                                                                  "num_cpus": cpus})
+    monkeypatch.setattr(
+        querier_scaler, "querier_options", lambda i, cpus, slots: {"name": f"querier-{i}", "num_cpus": cpus}
+    )
     monkeypatch.setattr(querier_scaler.time, "monotonic", lambda: clock[0])
-    cfg = load_config(None, ["-ray.address=auto", "-ray.num-queriers=2", "-ray.max-queriers=4",
-                             "-querier.max-concurrent=2", "-ray.querier-scale-up-delay=0s",
-                             "-ray.querier-scale-down-delay=0s"])
+    cfg = load_config(
+        None,
+        [
+            "-ray.address=auto",
+            "-ray.num-queriers=2",
+            "-ray.max-queriers=4",
+            "-querier.max-concurrent=2",
+            "-ray.querier-scale-up-delay=0s",
+            "-ray.querier-scale-down-delay=0s",
+        ],
+    )
     scheduler = Scheduler()
     p = querier_scaler.QuerierPool(cfg, scheduler)
     p.scaling._clock = lambda: clock[0]

@@ -1,4 +1,5 @@
 """QuerierScaling: the querier count follows the scheduler's load, with Serve-like delays."""
+
 import pytest
 
 from svclog.scheduler.scaling import QuerierScaling, ScalingSettings
@@ -13,8 +14,14 @@ class Clock:
 
 
 def make(clock, **overrides) -> QuerierScaling:
-    settings = {"min_queriers": 2, "max_queriers": 6, "target_per_querier": 4, "upscale_delay_s": 5,
-                    "downscale_delay_s": 20, "look_back_s": 3}
+    settings = {
+        "min_queriers": 2,
+        "max_queriers": 6,
+        "target_per_querier": 4,
+        "upscale_delay_s": 5,
+        "downscale_delay_s": 20,
+        "look_back_s": 3,
+    }
     settings.update(overrides)
     return QuerierScaling(ScalingSettings(**settings), clock=clock)
 

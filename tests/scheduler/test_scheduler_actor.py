@@ -1,4 +1,5 @@
 """The actor host's async behaviour, driven directly (no Ray cluster needed)."""
+
 import asyncio
 from dataclasses import replace
 

@@ -1,4 +1,5 @@
 """Scheduler: ticket life cycle, queue time, querier restarts and shutdown."""
+
 import pytest
 
 from svclog.scheduler import QueueDepthError, Released, Scheduler, SchedulerSettings, TooManyOutstandingRequests
@@ -26,7 +27,13 @@ def test_enqueue_dispatch_complete(clock):
     [ticket] = scheduler.enqueue_many("acme", ("dashboards",), ["sub-query"])
     clock.now += 2.5
     got = scheduler.next_for_querier("q1")
-    assert (got.ticket, got.tenant, got.path, got.item, got.attempt) == (ticket, "acme", ("dashboards",), "sub-query", 1)
+    assert (got.ticket, got.tenant, got.path, got.item, got.attempt) == (
+        ticket,
+        "acme",
+        ("dashboards",),
+        "sub-query",
+        1,
+    )
     assert got.queue_seconds == 2.5
     assert scheduler.running_on("q1") == {ticket}
     assert scheduler.complete(ticket) and not scheduler.complete(ticket)

@@ -1,4 +1,5 @@
 """/flush is an admin route: 204 when every ingester flushed, 503 naming an ingester that is down."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,4 +1,5 @@
 """Admin routes over ASGI with a fake backend: /ready, /services, /log_level, ingester shutdown, rings."""
+
 from __future__ import annotations
 
 import asyncio
@@ -27,8 +28,10 @@ class FakeAdmin:
         self.prepared = {"ingester-0": False, "ingester-1": False}
         self.shutdowns: list[tuple] = []
         self.levels: list[str] = []
-        self.members = {"ingester-0": Member("ingester-0", "ingester-0", "n1", (1, 2), "ACTIVE", NOW - S, NOW),
-                        "ingester-1": Member("ingester-1", "ingester-1", "n2", (3,), "ACTIVE", NOW - 600 * S, NOW)}
+        self.members = {
+            "ingester-0": Member("ingester-0", "ingester-0", "n1", (1, 2), "ACTIVE", NOW - S, NOW),
+            "ingester-1": Member("ingester-1", "ingester-1", "n2", (3,), "ACTIVE", NOW - 600 * S, NOW),
+        }
 
     async def services(self):
         return self.states
@@ -52,8 +55,9 @@ class FakeAdmin:
 
     async def ring(self, kind, now_ns):
         if kind == "compactor":
-            return RingView((Member("compactor", "compactor", heartbeat_ns=NOW),), 60 * S, forgettable=False,
-                            note="no ring here")
+            return RingView(
+                (Member("compactor", "compactor", heartbeat_ns=NOW),), 60 * S, forgettable=False, note="no ring here"
+            )
         return RingView(tuple(self.members.values()), 60 * S)
 
     async def forget(self, kind, member_id):
@@ -145,9 +149,15 @@ def test_prepare_shutdown_set_get_unset(app, admin):
 
 def test_shutdown_parameters_and_defaults(app, admin):
     assert call(app, "POST", "/ingester/shutdown").status_code == 204
-    assert call(app, "GET", "/ingester/shutdown",
-                params={"flush": "false", "delete_ring_tokens": "true", "terminate": "0",
-                        "ingester": "ingester-1"}).status_code == 204
+    assert (
+        call(
+            app,
+            "GET",
+            "/ingester/shutdown",
+            params={"flush": "false", "delete_ring_tokens": "true", "terminate": "0", "ingester": "ingester-1"},
+        ).status_code
+        == 204
+    )
     assert admin.shutdowns == [(None, True, False, True), ("ingester-1", False, True, False)]
     resp = call(app, "POST", "/ingester/shutdown", params={"flush": "maybe"})
     assert resp.status_code == 400 and "flush" in resp.text
@@ -184,14 +194,22 @@ def test_ring_less_component_page_has_no_forget_button(app):
     assert "compactor" in page and 'name="forget"' not in page and "no ring here" in page
 
 
-@pytest.mark.parametrize("text,default,expected", [
-    (None, True, True), ("", False, False), ("true", False, True), ("1", False, True), ("F", True, False),
-])
+@pytest.mark.parametrize(
+    "text,default,expected",
+    [
+        (None, True, True),
+        ("", False, False),
+        ("true", False, True),
+        ("1", False, True),
+        ("F", True, False),
+    ],
+)
 def test_parse_bool(text, default, expected):
     assert parse_bool("x", text, default) is expected
 
 
 # ---------------------------------------------------------------- block_ingestion (handlers.push status)
+
 
 class BlockedBackend:
     def __init__(self, status, message):
@@ -202,18 +220,31 @@ class BlockedBackend:
 
 
 def _push_app(status, message):
-    set_handlers(Handlers(BlockedBackend(status, message), auth_enabled=False, multi_tenant_queries=False,
-                          max_body_bytes=1 << 20))
+    set_handlers(
+        Handlers(
+            BlockedBackend(status, message), auth_enabled=False, multi_tenant_queries=False, max_body_bytes=1 << 20
+        )
+    )
     return add_routes(FastAPI())
 
 
 def test_blocked_ingestion_answers_the_configured_status_with_a_message():
-    resp = call(_push_app(260, "ingestion blocked until 2030-01-01T00:00:00Z"), "POST", "/svc/api/v1/push",
-                content=b'{"streams":[]}', headers={"Content-Type": "application/json"})
+    resp = call(
+        _push_app(260, "ingestion blocked until 2030-01-01T00:00:00Z"),
+        "POST",
+        "/svc/api/v1/push",
+        content=b'{"streams":[]}',
+        headers={"Content-Type": "application/json"},
+    )
     assert resp.status_code == 260 and "ingestion blocked" in resp.text
 
 
 def test_blocked_ingestion_with_status_200_has_no_message():
-    resp = call(_push_app(200, ""), "POST", "/svc/api/v1/push", content=b'{"streams":[]}',
-                headers={"Content-Type": "application/json"})
+    resp = call(
+        _push_app(200, ""),
+        "POST",
+        "/svc/api/v1/push",
+        content=b'{"streams":[]}',
+        headers={"Content-Type": "application/json"},
+    )
     assert resp.status_code == 200 and resp.content == b""

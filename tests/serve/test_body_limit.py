@@ -1,4 +1,5 @@
 """BodyLimit: a declared or streamed body over the cap is answered 413; exempt routes pass untouched."""
+
 from __future__ import annotations
 
 import asyncio
@@ -114,8 +115,13 @@ def test_route_prefix_is_stripped_before_the_cap_lookup():
         return CAP
 
     app = BodyLimit(inner, limit_for)
-    scope = {"type": "http", "method": "POST", "path": "/read/svc/api/v1/query", "root_path": "/read",
-             "headers": [(b"content-length", b"5")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/read/svc/api/v1/query",
+        "root_path": "/read",
+        "headers": [(b"content-length", b"5")],
+    }
     messages = []
 
     async def receive():

@@ -1,4 +1,5 @@
 """The Logs Drilldown endpoints over ASGI with a plain backend: parameters, shapes, errors."""
+
 from __future__ import annotations
 
 import asyncio
@@ -15,11 +16,14 @@ from svclog.serve.routes import add_routes, set_handlers
 
 RANGE = {"start": "1000000000000", "end": "2000000000000"}
 STREAMS = [
-    {"stream": {"app": "api"}, "values": [
-        ["3", '{"status":200,"user":{"tier":"gold"}}', {"structuredMetadata": {"trace": "t1"}}],
-        ["2", "status=404 size=12KB", {"structuredMetadata": {"trace": "t2"}, "parsed": {"status": "404"}}],
-        ["1", "plain text", {}],
-    ]},
+    {
+        "stream": {"app": "api"},
+        "values": [
+            ["3", '{"status":200,"user":{"tier":"gold"}}', {"structuredMetadata": {"trace": "t1"}}],
+            ["2", "status=404 size=12KB", {"structuredMetadata": {"trace": "t2"}, "parsed": {"status": "404"}}],
+            ["1", "plain text", {}],
+        ],
+    },
 ]
 
 
@@ -43,14 +47,16 @@ class Backend:
 
 def get(path, params=None, headers=None, **handler_options):
     backend = Backend()
-    set_handlers(Handlers(backend, auth_enabled=True, multi_tenant_queries=True, max_body_bytes=1 << 20,
-                          **handler_options))
+    set_handlers(
+        Handlers(backend, auth_enabled=True, multi_tenant_queries=True, max_body_bytes=1 << 20, **handler_options)
+    )
     app = add_routes(FastAPI())
 
     async def send():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svclog") as client:
-            return await client.get(path, params=params or {}, headers={"X-Scope-OrgID": "t"} if headers is None
-                                    else headers)
+            return await client.get(
+                path, params=params or {}, headers={"X-Scope-OrgID": "t"} if headers is None else headers
+            )
 
     return asyncio.run(send()), backend
 
@@ -113,8 +119,7 @@ def test_detected_field_values():
 
 def test_drilldown_limits():
     limits = replace(LimitsConfig(), volume_enabled=False, max_query_length=721 * 3600 * 10**9)
-    response, _ = get("/svc/api/v1/drilldown-limits", limits_for=lambda tenant: limits,
-                      pattern_ingester_enabled=True)
+    response, _ = get("/svc/api/v1/drilldown-limits", limits_for=lambda tenant: limits, pattern_ingester_enabled=True)
     body = response.json()
     assert body["pattern_ingester_enabled"] is True and isinstance(body["version"], str)
     assert body["limits"]["volume_enabled"] is False
@@ -124,18 +129,36 @@ def test_drilldown_limits():
 
 
 def test_published_limits_are_the_allowlist_in_json_form():
-    limits = replace(LimitsConfig(), retention_stream=(RetentionStream('{a="b"}', 1, 24 * 3600 * 10**9),),
-                     otlp_config={"resource_attributes": {"attributes_config": [
-                         {"action": "drop", "attributes": ["x"]}]}})
+    limits = replace(
+        LimitsConfig(),
+        retention_stream=(RetentionStream('{a="b"}', 1, 24 * 3600 * 10**9),),
+        otlp_config={"resource_attributes": {"attributes_config": [{"action": "drop", "attributes": ["x"]}]}},
+    )
     out = published_limits(limits, ("service.name",))
     assert set(out) == {
-        "discover_log_levels", "discover_service_name", "log_level_fields", "max_entries_limit_per_query",
-        "max_line_size_truncate", "max_query_bytes_read", "max_query_length", "max_query_lookback",
-        "max_query_range", "max_query_series", "metric_aggregation_enabled", "otlp_config",
-        "pattern_persistence_enabled", "query_timeout", "retention_period", "retention_stream",
-        "volume_enabled", "volume_max_series"}
+        "discover_log_levels",
+        "discover_service_name",
+        "log_level_fields",
+        "max_entries_limit_per_query",
+        "max_line_size_truncate",
+        "max_query_bytes_read",
+        "max_query_length",
+        "max_query_lookback",
+        "max_query_range",
+        "max_query_series",
+        "metric_aggregation_enabled",
+        "otlp_config",
+        "pattern_persistence_enabled",
+        "query_timeout",
+        "retention_period",
+        "retention_stream",
+        "volume_enabled",
+        "volume_max_series",
+    }
     assert out["query_timeout"] == "1m" and out["retention_period"] == "0s" and out["max_query_bytes_read"] == 0
     assert out["retention_stream"] == [{"selector": '{a="b"}', "priority": 1, "period": "1d"}]
     assert out["otlp_config"]["resource_attributes"]["attributes_config"] == [
-        {"action": "index_label", "attributes": ["service.name"]}, {"action": "drop", "attributes": ["x"]}]
+        {"action": "index_label", "attributes": ["service.name"]},
+        {"action": "drop", "attributes": ["x"]},
+    ]
     assert "retention_stream" not in published_limits(LimitsConfig(), ())

@@ -1,6 +1,7 @@
 """Empty structured-metadata values are dropped at ingest whatever the format (JSON,
 snappy protobuf, OTLP JSON), as the reference's distributor drops them; read back over
 HTTP with categorize-labels, so the stored metadata is what the query shows."""
+
 from __future__ import annotations
 
 import asyncio
@@ -28,11 +29,19 @@ def protobuf_body() -> tuple[str, bytes, dict, str]:
 
 
 def otlp_body() -> tuple[str, bytes, dict, str]:
-    record = {"timeUnixNano": str(TS), "body": {"stringValue": "line"},
-              "attributes": [{"key": "empty", "value": {"stringValue": ""}},
-                             {"key": "kept", "value": {"stringValue": "v"}}]}
-    body = {"resourceLogs": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "a"}}]},
-                              "scopeLogs": [{"logRecords": [record]}]}]}
+    record = {
+        "timeUnixNano": str(TS),
+        "body": {"stringValue": "line"},
+        "attributes": [{"key": "empty", "value": {"stringValue": ""}}, {"key": "kept", "value": {"stringValue": "v"}}],
+    }
+    body = {
+        "resourceLogs": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "a"}}]},
+                "scopeLogs": [{"logRecords": [record]}],
+            }
+        ]
+    }
     return "/otlp/v1/logs", json.dumps(body).encode(), {"Content-Type": "application/json"}, '{service_name="a"}'
 
 
@@ -45,10 +54,11 @@ def test_empty_metadata_values_are_not_stored(tmp_path, make_body):
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svclog") as client:
             pushed = await client.post(path, content=body, headers={"X-Scope-OrgID": "t", **headers})
             assert pushed.status_code in (200, 204), pushed.text
-            return await client.get("/loki/api/v1/query_range", params={
-                "query": query,
-                "start": str(TS - NS), "end": str(TS + NS)},
-                headers={"X-Scope-OrgID": "t", "X-Svc-Response-Encoding-Flags": "categorize-labels"})
+            return await client.get(
+                "/loki/api/v1/query_range",
+                params={"query": query, "start": str(TS - NS), "end": str(TS + NS)},
+                headers={"X-Scope-OrgID": "t", "X-Svc-Response-Encoding-Flags": "categorize-labels"},
+            )
 
     response = asyncio.run(send())
     assert response.status_code == 200, response.text

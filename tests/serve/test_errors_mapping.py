@@ -1,5 +1,4 @@
 """Remote errors map to the user's message and a status, never to a Ray traceback."""
-import asyncio
 
 import ray.exceptions as rex
 
@@ -14,8 +13,9 @@ def wrapped(err: Exception, function: str = "SchedulerActor.result") -> Exceptio
     try:
         raise err
     except Exception as raised:  # noqa: BLE001
-        return rex.RayTaskError(function, "Traceback (most recent call last):\n  File ...\n", raised) \
-            .as_instanceof_cause()
+        return rex.RayTaskError(
+            function, "Traceback (most recent call last):\n  File ...\n", raised
+        ).as_instanceof_cause()
 
 
 def test_wrapped_parse_error_gives_only_the_message():
@@ -43,7 +43,7 @@ def test_actor_errors_and_lost_queriers_are_503():
 
 def test_internal_errors_are_not_mapped():
     assert ErrorReply.mapped(wrapped(ZeroDivisionError("x"))) is None
-    assert ErrorReply.mapped(wrapped(asyncio.TimeoutError())).status == 504
+    assert ErrorReply.mapped(wrapped(TimeoutError())).status == 504
 
 
 def test_error_response_body_is_plain_message():
@@ -56,8 +56,12 @@ def test_error_response_body_is_plain_message():
 
 def test_ray_errors_are_503_with_retry_after_and_no_ray_text():
     """A lost object or a crashed worker (e.g. a tail replay whose querier died) is a retryable 503."""
-    for err in (rex.ObjectLostError("ab" * 14, "owner", "call site"), rex.OwnerDiedError("ab" * 14, "o", "c"),
-                rex.WorkerCrashedError(), rex.RaySystemError("boom")):
+    for err in (
+        rex.ObjectLostError("ab" * 14, "owner", "call site"),
+        rex.OwnerDiedError("ab" * 14, "o", "c"),
+        rex.WorkerCrashedError(),
+        rex.RaySystemError("boom"),
+    ):
         resp = error_response(err)
         assert resp.status_code == 503, (err, resp.body)
         assert resp.headers["retry-after"] == "1"

@@ -1,5 +1,6 @@
 """Series, labels, label values, index stats and volume have the query's deadline (issue 17): the
 strictest tenant's query_timeout, then a 504 naming it."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,9 +31,13 @@ def _cfg(timeout_ns: int):
 
 def test_a_slow_metadata_call_answers_504_at_the_query_timeout():
     frontend = _Frontend(_cfg(300_000_000), delay_s=5)  # 300ms
-    for method, args in [("series", (["a"], [], 0, 1)), ("label_names", (["a"], 0, 1, None)),
-                         ("label_values", (["a"], "app", 0, 1, None)), ("index_stats", (["a"], "{}", 0, 1)),
-                         ("volume", (["a"], "{}", 0, 1))]:
+    for method, args in [
+        ("series", (["a"], [], 0, 1)),
+        ("label_names", (["a"], 0, 1, None)),
+        ("label_values", (["a"], "app", 0, 1, None)),
+        ("index_stats", (["a"], "{}", 0, 1)),
+        ("volume", (["a"], "{}", 0, 1)),
+    ]:
         began = time.perf_counter()
         reply = asyncio.run(frontend.metadata(method, *args))
         took = time.perf_counter() - began

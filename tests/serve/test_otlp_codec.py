@@ -1,4 +1,5 @@
 """OTLP logs decoding: both encodings, gzip, the label/metadata mapping, hostile input, the real SDK."""
+
 from __future__ import annotations
 
 import base64
@@ -88,17 +89,37 @@ def record(body: object = "hello", ts: int = 1_000, **fields) -> LogRecord:
 
 def full_request() -> ExportLogsServiceRequest:
     return request(
-        [({"service.name": "checkout", "k8s.namespace.name": "shop", "host.name": "node-1",
-           "deployment.environment.name": "prod"},
-          [record("payment ok", ts=1_000, observed_time_unix_nano=1_500, severity_number=9, severity_text="INFO",
-                  trace_id=TRACE, span_id=SPAN, flags=1, attributes={"http.method": "POST", "retries": 2}),
-           record({"msg": "done", "n": 1.5}, ts=2_000)])],
+        [
+            (
+                {
+                    "service.name": "checkout",
+                    "k8s.namespace.name": "shop",
+                    "host.name": "node-1",
+                    "deployment.environment.name": "prod",
+                },
+                [
+                    record(
+                        "payment ok",
+                        ts=1_000,
+                        observed_time_unix_nano=1_500,
+                        severity_number=9,
+                        severity_text="INFO",
+                        trace_id=TRACE,
+                        span_id=SPAN,
+                        flags=1,
+                        attributes={"http.method": "POST", "retries": 2},
+                    ),
+                    record({"msg": "done", "n": 1.5}, ts=2_000),
+                ],
+            )
+        ],
         scope={"name": "app.payments", "version": "1.2.0", "attributes": {"lib.kind": "sdk"}},
     )
 
 
-EXPECTED_LABELS = Labels.from_dict({"service_name": "checkout", "k8s_namespace_name": "shop",
-                                    "deployment_environment_name": "prod"})
+EXPECTED_LABELS = Labels.from_dict(
+    {"service_name": "checkout", "k8s_namespace_name": "shop", "deployment_environment_name": "prod"}
+)
 SHARED = (("host_name", "node-1"), ("lib_kind", "sdk"), ("scope_name", "app.payments"), ("scope_version", "1.2.0"))
 
 
@@ -108,14 +129,25 @@ def check_full(streams: list[PushStream]) -> None:
     assert stream.labels == EXPECTED_LABELS
     first, second = stream.entries
     assert (first.ts, first.line) == (1_000, "payment ok")
-    assert first.metadata == (
-        ("http_method", "POST"), ("retries", "2"), ("observed_timestamp", "1500"), ("severity_number", "9"),
-        ("severity_text", "INFO"), ("flags", "1"), ("trace_id", TRACE.hex()), ("span_id", SPAN.hex()),
-    ) + SHARED
+    assert (
+        first.metadata
+        == (
+            ("http_method", "POST"),
+            ("retries", "2"),
+            ("observed_timestamp", "1500"),
+            ("severity_number", "9"),
+            ("severity_text", "INFO"),
+            ("flags", "1"),
+            ("trace_id", TRACE.hex()),
+            ("span_id", SPAN.hex()),
+        )
+        + SHARED
+    )
     assert (second.ts, second.line, second.metadata) == (2_000, '{"msg":"done","n":1.5}', SHARED)
 
 
 # ---------------------------------------------------------------- encodings
+
 
 def test_protobuf_round_trip():
     check_full(decode(encode_otlp_logs_protobuf(full_request())))
@@ -132,47 +164,81 @@ def test_json_round_trip_uses_hex_ids_and_string_int64():
 
 def test_hand_written_otlp_json():
     # The shape of the OTLP specification's example, snake_case keys and enum names included.
-    body = json.dumps({
-        "resourceLogs": [{
-            "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "my.service"}}]},
-            "scopeLogs": [{
-                "scope": {"name": "my.library", "version": "1.0.0"},
-                "logRecords": [{
-                    "timeUnixNano": "1544712660300000000", "observedTimeUnixNano": 1544712660300000000,
-                    "severity_number": "SEVERITY_NUMBER_WARN", "severityText": "Information",
-                    "traceId": "5B8EFFF798038103D269B633813FC60C", "spanId": "EEE19B7EC3C1B174",
-                    "body": {"stringValue": "Example log record"},
-                    "attributes": [
-                        {"key": "string.attribute", "value": {"stringValue": "some string"}},
-                        {"key": "int.attribute", "value": {"intValue": "10"}},
-                        {"key": "double.attribute", "value": {"doubleValue": 637.704}},
-                        {"key": "array.attribute", "value": {"arrayValue": {"values": [
-                            {"stringValue": "many"}, {"intValue": 2}]}}},
-                        {"key": "map.attribute", "value": {"kvlistValue": {"values": [
-                            {"key": "some.map.key", "value": {"boolValue": True}}]}}},
-                        {"key": "bytes.attribute", "value": {"bytesValue": base64.b64encode(b"\x00\xff").decode()}},
+    body = json.dumps(
+        {
+            "resourceLogs": [
+                {
+                    "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "my.service"}}]},
+                    "scopeLogs": [
+                        {
+                            "scope": {"name": "my.library", "version": "1.0.0"},
+                            "logRecords": [
+                                {
+                                    "timeUnixNano": "1544712660300000000",
+                                    "observedTimeUnixNano": 1544712660300000000,
+                                    "severity_number": "SEVERITY_NUMBER_WARN",
+                                    "severityText": "Information",
+                                    "traceId": "5B8EFFF798038103D269B633813FC60C",
+                                    "spanId": "EEE19B7EC3C1B174",
+                                    "body": {"stringValue": "Example log record"},
+                                    "attributes": [
+                                        {"key": "string.attribute", "value": {"stringValue": "some string"}},
+                                        {"key": "int.attribute", "value": {"intValue": "10"}},
+                                        {"key": "double.attribute", "value": {"doubleValue": 637.704}},
+                                        {
+                                            "key": "array.attribute",
+                                            "value": {
+                                                "arrayValue": {"values": [{"stringValue": "many"}, {"intValue": 2}]}
+                                            },
+                                        },
+                                        {
+                                            "key": "map.attribute",
+                                            "value": {
+                                                "kvlistValue": {
+                                                    "values": [{"key": "some.map.key", "value": {"boolValue": True}}]
+                                                }
+                                            },
+                                        },
+                                        {
+                                            "key": "bytes.attribute",
+                                            "value": {"bytesValue": base64.b64encode(b"\x00\xff").decode()},
+                                        },
+                                    ],
+                                    "someFutureField": {"ignored": True},
+                                }
+                            ],
+                        }
                     ],
-                    "someFutureField": {"ignored": True},
-                }],
-            }],
-        }],
-    }).encode()
+                }
+            ],
+        }
+    ).encode()
     [stream] = decode(body, "application/json; charset=utf-8")
     assert stream.labels == Labels.from_dict({"service_name": "my.service"})
     [entry] = stream.entries
     assert entry.ts == 1544712660300000000 and entry.line == "Example log record"
     assert dict(entry.metadata) == {
-        "string_attribute": "some string", "int_attribute": "10", "double_attribute": "637.704",
-        "array_attribute": '["many",2]', "map_attribute_some_map_key": "true", "bytes_attribute": "AP8=",
-        "observed_timestamp": "1544712660300000000", "severity_number": "13", "severity_text": "Information",
-        "trace_id": "5b8efff798038103d269b633813fc60c", "span_id": "eee19b7ec3c1b174",
-        "scope_name": "my.library", "scope_version": "1.0.0",
+        "string_attribute": "some string",
+        "int_attribute": "10",
+        "double_attribute": "637.704",
+        "array_attribute": '["many",2]',
+        "map_attribute_some_map_key": "true",
+        "bytes_attribute": "AP8=",
+        "observed_timestamp": "1544712660300000000",
+        "severity_number": "13",
+        "severity_text": "Information",
+        "trace_id": "5b8efff798038103d269b633813fc60c",
+        "span_id": "eee19b7ec3c1b174",
+        "scope_name": "my.library",
+        "scope_version": "1.0.0",
     }
 
 
 @pytest.mark.parametrize("content_type", [PROTO, JSON])
 def test_gzip_bodies(content_type):
-    plain = encode_otlp_logs_protobuf(full_request()) if content_type == PROTO else encode_otlp_logs_json(full_request())
+    plain = (
+        encode_otlp_logs_protobuf(full_request()) if content_type == PROTO else encode_otlp_logs_json(full_request())
+    )
     check_full(decode(gzip.compress(plain), content_type, "gzip"))
 
 
@@ -188,6 +254,7 @@ def test_empty_request_gives_no_streams():
 
 # ---------------------------------------------------------------- mapping
 
+
 def test_every_default_index_attribute_becomes_a_label():
     resource = {name: f"v{i}" for i, name in enumerate(DEFAULT_INDEX_LABELS)}
     [stream] = decode(encode_otlp_logs_protobuf(request([(resource, [record()])])))
@@ -196,11 +263,15 @@ def test_every_default_index_attribute_becomes_a_label():
 
 
 def test_missing_service_name_is_discovered_or_unknown():
-    body = encode_otlp_logs_protobuf(request([
-        ({"k8s.pod.name": "p-1"}, [record("a")]),
-        ({"k8s.container.name": "web", "k8s.job.name": "nightly"}, [record("b")]),
-        ({"service.name": ""}, [record("c")]),
-    ]))
+    body = encode_otlp_logs_protobuf(
+        request(
+            [
+                ({"k8s.pod.name": "p-1"}, [record("a")]),
+                ({"k8s.container.name": "web", "k8s.job.name": "nightly"}, [record("b")]),
+                ({"service.name": ""}, [record("c")]),
+            ]
+        )
+    )
     labels = [s.labels.to_dict() for s in decode(body)]
     assert labels == [
         {"k8s_pod_name": "p-1", "service_name": "unknown_service"},
@@ -220,35 +291,62 @@ def test_custom_index_label_attributes():
 
 
 def test_resources_with_equal_labels_share_a_stream():
-    body = encode_otlp_logs_protobuf(request([
-        ({"service.name": "a", "host.name": "h1"}, [record("one")]),
-        ({"service.name": "b"}, [record("two")]),
-        ({"service.name": "a", "host.name": "h2"}, [record("three")]),
-    ]))
+    body = encode_otlp_logs_protobuf(
+        request(
+            [
+                ({"service.name": "a", "host.name": "h1"}, [record("one")]),
+                ({"service.name": "b"}, [record("two")]),
+                ({"service.name": "a", "host.name": "h2"}, [record("three")]),
+            ]
+        )
+    )
     streams = decode(body)
     assert [(s.labels.get("service_name"), [e.line for e in s.entries]) for s in streams] == [
-        ("a", ["one", "three"]), ("b", ["two"]),
+        ("a", ["one", "three"]),
+        ("b", ["two"]),
     ]
     assert [e.metadata for e in streams[0].entries] == [(("host_name", "h1"),), (("host_name", "h2"),)]
 
 
 def test_nested_attribute_maps_flatten_and_names_are_sanitised():
-    attributes = {"http": {"request": {"method": "GET", "header.x-id": ["a", "b"]}}, "1st": "x", "_private": "y",
-                  "__dunder": "z", "ünï": "w"}
+    attributes = {
+        "http": {"request": {"method": "GET", "header.x-id": ["a", "b"]}},
+        "1st": "x",
+        "_private": "y",
+        "__dunder": "z",
+        "ünï": "w",
+    }
     [stream] = decode(encode_otlp_logs_protobuf(request([({"service.name": "s"}, [record(attributes=attributes)])])))
     assert stream.entries[0].metadata == (
-        ("http_request_method", "GET"), ("http_request_header_x_id", '["a","b"]'), ("key_1st", "x"),
-        ("key_private", "y"), ("__dunder", "z"), ("key_n_", "w"),
+        ("http_request_method", "GET"),
+        ("http_request_header_x_id", '["a","b"]'),
+        ("key_1st", "x"),
+        ("key_private", "y"),
+        ("__dunder", "z"),
+        ("key_n_", "w"),
     )
 
 
-@pytest.mark.parametrize(("raw", "text"), [
-    ("plain", "plain"), (True, "true"), (-42, "-42"), (0.5, "0.5"), (1e21, "1e+21"), (1e20, "100000000000000000000"),
-    (1.5e-7, "1.5e-7"), (100.0, "100"), (b"\x01\x02", "AQI="), ({}, "{}"), ([], "[]"),
-    ({"b": 1, "a": [None, 2.0, b"\xff"]}, '{"a":[null,2,"/w=="],"b":1}'),
-    ({"html": "<&>", "sep": "\u2028", "ctl": "\x01\n"}, '{"ctl":"\\u0001\\n","html":"<&>","sep":"\\u2028"}'),
-    ([float("nan")], ""), (float("inf"), "json: unsupported value: +Inf"),
-])
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        ("plain", "plain"),
+        (True, "true"),
+        (-42, "-42"),
+        (0.5, "0.5"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (1.5e-7, "1.5e-7"),
+        (100.0, "100"),
+        (b"\x01\x02", "AQI="),
+        ({}, "{}"),
+        ([], "[]"),
+        ({"b": 1, "a": [None, 2.0, b"\xff"]}, '{"a":[null,2,"/w=="],"b":1}'),
+        ({"html": "<&>", "sep": "\u2028", "ctl": "\x01\n"}, '{"ctl":"\\u0001\\n","html":"<&>","sep":"\\u2028"}'),
+        ([float("nan")], ""),
+        (float("inf"), "json: unsupported value: +Inf"),
+    ],
+)
 def test_body_and_attribute_values_render_like_the_reference(raw, text):
     assert any_value_string(value(raw)) == text
 
@@ -260,8 +358,12 @@ def test_empty_body_is_an_empty_line():
 
 
 def test_timestamps_fall_back_to_observed_then_now():
-    records = [LogRecord(time_unix_nano=5, observed_time_unix_nano=9), LogRecord(observed_time_unix_nano=9),
-               LogRecord(), LogRecord(time_unix_nano=(1 << 64) - 1)]
+    records = [
+        LogRecord(time_unix_nano=5, observed_time_unix_nano=9),
+        LogRecord(observed_time_unix_nano=9),
+        LogRecord(),
+        LogRecord(time_unix_nano=(1 << 64) - 1),
+    ]
     [stream] = decode(encode_otlp_logs_protobuf(request([({"service.name": "s"}, records)])))
     assert [e.ts for e in stream.entries] == [5, 9, NOW, -1]
     assert stream.entries[0].metadata == (("observed_timestamp", "9"),)
@@ -279,30 +381,35 @@ def test_zero_ids_are_omitted_and_wrong_lengths_rejected():
 
 def test_scope_dropped_counts_and_record_counters():
     rec = LogRecord(time_unix_nano=1, dropped_attributes_count=3, severity_number=17)
-    body = encode_otlp_logs_protobuf(request([({"service.name": "s"}, [rec])],
-                                             scope={"dropped_attributes_count": 2}))
+    body = encode_otlp_logs_protobuf(request([({"service.name": "s"}, [rec])], scope={"dropped_attributes_count": 2}))
     [stream] = decode(body)
     assert stream.entries[0].metadata == (
-        ("severity_number", "17"), ("dropped_attributes_count", "3"), ("scope_dropped_attributes_count", "2"),
+        ("severity_number", "17"),
+        ("dropped_attributes_count", "3"),
+        ("scope_dropped_attributes_count", "2"),
     )
 
 
 # ---------------------------------------------------------------- hostile input
 
-@pytest.mark.parametrize(("body", "content_type", "encoding", "message"), [
-    (b"\xff\xff\xff", PROTO, None, "proto"),
-    (b"{", JSON, None, "OTLP/JSON"),
-    (b"[]", JSON, None, "expected an object"),
-    (b'{"resourceLogs": 5}', JSON, None, "OTLP/JSON"),
-    (b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"traceId": "xyz"}]}]}]}', JSON, None, "not hex"),
-    (b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"spanId": "0102"}]}]}]}', JSON, None, "must be 8"),
-    (b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"timeUnixNano": "-1"}]}]}]}', JSON, None, "OTLP/JSON"),
-    (b'{"resourceLogs": NaN}', JSON, None, "NaN"),
-    (b"{}", "text/plain", None, "not supported"),
-    (b"{}", None, None, "media type"),
-    (b"{}", JSON, "br", "not supported"),
-    (b"not gzip", PROTO, "gzip", "gzip"),
-])
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "encoding", "message"),
+    [
+        (b"\xff\xff\xff", PROTO, None, "proto"),
+        (b"{", JSON, None, "OTLP/JSON"),
+        (b"[]", JSON, None, "expected an object"),
+        (b'{"resourceLogs": 5}', JSON, None, "OTLP/JSON"),
+        (b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"traceId": "xyz"}]}]}]}', JSON, None, "not hex"),
+        (b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"spanId": "0102"}]}]}]}', JSON, None, "must be 8"),
+        (b'{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"timeUnixNano": "-1"}]}]}]}', JSON, None, "OTLP/JSON"),
+        (b'{"resourceLogs": NaN}', JSON, None, "NaN"),
+        (b"{}", "text/plain", None, "not supported"),
+        (b"{}", None, None, "media type"),
+        (b"{}", JSON, "br", "not supported"),
+        (b"not gzip", PROTO, "gzip", "gzip"),
+    ],
+)
 def test_malformed_bodies_are_validation_errors(body, content_type, encoding, message):
     with pytest.raises(ValidationError, match=message):
         decode(body, content_type, encoding)
@@ -350,8 +457,11 @@ FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCh
 
 
 @FUZZ
-@given(body=st.binary(max_size=2048), content_type=st.sampled_from([PROTO, JSON]),
-       encoding=st.sampled_from([None, "gzip", "deflate", "identity"]))
+@given(
+    body=st.binary(max_size=2048),
+    content_type=st.sampled_from([PROTO, JSON]),
+    encoding=st.sampled_from([None, "gzip", "deflate", "identity"]),
+)
 def test_random_bytes_only_raise_validation_errors(body, content_type, encoding):
     try:
         streams = decode(body, content_type, encoding)
@@ -362,7 +472,7 @@ def test_random_bytes_only_raise_validation_errors(body, content_type, encoding)
 
 def _mutations(data: bytes) -> st.SearchStrategy[bytes]:
     return st.tuples(st.integers(0, max(len(data) - 1, 0)), st.binary(min_size=0, max_size=8)).map(
-        lambda edit: data[:edit[0]] + edit[1] + data[edit[0] + len(edit[1]):]
+        lambda edit: data[: edit[0]] + edit[1] + data[edit[0] + len(edit[1]) :]
     )
 
 
@@ -377,11 +487,37 @@ def test_mutated_protobuf_only_raises_validation_errors(body):
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["resourceLogs", "scopeLogs", "logRecords", "resource", "attributes", "key", "value",
-                         "stringValue", "kvlistValue", "arrayValue", "values", "body", "traceId", "spanId",
-                         "timeUnixNano", "severityNumber", "bytesValue", "intValue", "doubleValue", "x"]),
-        inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "resourceLogs",
+                    "scopeLogs",
+                    "logRecords",
+                    "resource",
+                    "attributes",
+                    "key",
+                    "value",
+                    "stringValue",
+                    "kvlistValue",
+                    "arrayValue",
+                    "values",
+                    "body",
+                    "traceId",
+                    "spanId",
+                    "timeUnixNano",
+                    "severityNumber",
+                    "bytesValue",
+                    "intValue",
+                    "doubleValue",
+                    "x",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
     max_leaves=30,
 )
 
@@ -396,6 +532,7 @@ def test_random_otlp_shaped_json_only_raises_validation_errors(document):
 
 
 # ---------------------------------------------------------------- the real OpenTelemetry SDK
+
 
 class _CaptureServer(ThreadingHTTPServer):
     """Records (path, lower-cased headers, body) of every POST and answers 200."""
@@ -443,20 +580,26 @@ def test_opentelemetry_sdk_exporter_bodies_decode(capture_server, monkeypatch, c
     port = capture_server.server_address[1]
     # Configured the way users are told to: the base URL, to which the SDK appends /v1/logs.
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}/otlp")
-    resource = Resource.create({"service.name": "sdk-test", "service.instance.id": "i-1", "k8s.pod.name": "pod-7",
-                                "team": "core"})
+    resource = Resource.create(
+        {"service.name": "sdk-test", "service.instance.id": "i-1", "k8s.pod.name": "pod-7", "team": "core"}
+    )
     provider = LoggerProvider(resource=resource)
     provider.add_log_record_processor(SimpleLogRecordProcessor(OTLPLogExporter(compression=Compression(compression))))
     logger = provider.get_logger("svclog.test.otlp", "0.1")
     tracer = TracerProvider(resource=resource).get_tracer("svclog.test")
     try:
         with tracer.start_as_current_span("checkout") as span:
-            logger.emit(body="disk sda1 is full", severity_number=SeverityNumber.WARN, severity_text="WARN",
-                        attributes={"disk.free": 0, "attempt": 3, "ratio": 0.25, "tags": ["a", "b"]},
-                        timestamp=1_700_000_000_123_456_789)
+            logger.emit(
+                body="disk sda1 is full",
+                severity_number=SeverityNumber.WARN,
+                severity_text="WARN",
+                attributes={"disk.free": 0, "attempt": 3, "ratio": 0.25, "tags": ["a", "b"]},
+                timestamp=1_700_000_000_123_456_789,
+            )
             context = span.get_span_context()
-        logger.emit(body={"event": "recovered", "after_s": 12}, severity_number=SeverityNumber.INFO,
-                    severity_text="INFO")
+        logger.emit(
+            body={"event": "recovered", "after_s": 12}, severity_number=SeverityNumber.INFO, severity_text="INFO"
+        )
         provider.force_flush()
     finally:
         provider.shutdown()
@@ -468,8 +611,9 @@ def test_opentelemetry_sdk_exporter_bodies_decode(capture_server, monkeypatch, c
         assert headers["content-type"] == PROTO
         assert headers.get("content-encoding") == (None if compression == "none" else "gzip")
         [stream] = decode(body, headers["content-type"], headers.get("content-encoding"), now=None)
-        assert stream.labels == Labels.from_dict({"service_name": "sdk-test", "service_instance_id": "i-1",
-                                                  "k8s_pod_name": "pod-7"})
+        assert stream.labels == Labels.from_dict(
+            {"service_name": "sdk-test", "service_instance_id": "i-1", "k8s_pod_name": "pod-7"}
+        )
         entries += stream.entries
     warning, info = entries
     assert warning.ts == 1_700_000_000_123_456_789 and warning.line == "disk sda1 is full"

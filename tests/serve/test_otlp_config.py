@@ -1,5 +1,6 @@
 """Per-tenant `otlp_config` (index_label / structured_metadata / drop by name or regex) and
 `discover_service_name`, in the codec and wired through POST /otlp/v1/logs."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -14,22 +15,33 @@ from tests.serve.test_otlp_codec import PROTO, decode, record, request
 from tests.serve.test_otlp_routes import FakePush, post
 
 CONFIG = {
-    "resource_attributes": {"attributes_config": [
-        {"action": "index_label", "attributes": ["host.name"]},
-        {"action": "drop", "regex": "secret\\..*"},
-        {"action": "index_label", "attributes": ["service.name"]},  # shadowed: the defaults come first
-    ]},
+    "resource_attributes": {
+        "attributes_config": [
+            {"action": "index_label", "attributes": ["host.name"]},
+            {"action": "drop", "regex": "secret\\..*"},
+            {"action": "index_label", "attributes": ["service.name"]},  # shadowed: the defaults come first
+        ]
+    },
     "scope_attributes": [{"action": "drop", "attributes": ["lib.kind"]}],
-    "log_attributes": [{"action": "drop", "regex": "http\\..*"}, {"action": "structured_metadata",
-                                                                    "attributes": ["user"]}],
+    "log_attributes": [
+        {"action": "drop", "regex": "http\\..*"},
+        {"action": "structured_metadata", "attributes": ["user"]},
+    ],
 }
 
 
 def body():
-    return encode_otlp_logs_protobuf(request(
-        [({"service.name": "api", "host.name": "h1", "secret.token": "t", "region": "eu"},
-          [record("x", attributes={"http.method": "GET", "user": "u1"})])],
-        scope={"name": "lib", "attributes": {"lib.kind": "sdk", "lib.v": "2"}}))
+    return encode_otlp_logs_protobuf(
+        request(
+            [
+                (
+                    {"service.name": "api", "host.name": "h1", "secret.token": "t", "region": "eu"},
+                    [record("x", attributes={"http.method": "GET", "user": "u1"})],
+                )
+            ],
+            scope={"name": "lib", "attributes": {"lib.kind": "sdk", "lib.v": "2"}},
+        )
+    )
 
 
 def test_actions_by_name_and_regex():
@@ -45,8 +57,12 @@ def test_no_config_keeps_the_default_index_labels():
 
 
 def test_ignore_defaults_and_unknown_service():
-    config = {"resource_attributes": {"ignore_defaults": True, "attributes_config": [
-        {"action": "index_label", "regex": "host\\..*"}]}}
+    config = {
+        "resource_attributes": {
+            "ignore_defaults": True,
+            "attributes_config": [{"action": "index_label", "regex": "host\\..*"}],
+        }
+    }
     [stream] = decode(body(), rules=otlp_rules(config))
     # service.name is present (as metadata now), so unknown_service is not added
     assert stream.labels.to_dict() == {"host_name": "h1"}
@@ -57,25 +73,38 @@ def test_ignore_defaults_and_unknown_service():
     assert stream.labels.to_dict() == {"host_name": "h1", "service_name": "h1"}
 
 
-@pytest.mark.parametrize("config, message", [
-    ({"log_attributes": [{"action": "index_label", "attributes": ["a"]}]}, "only supported for resource_attributes"),
-    ({"scope_attributes": [{"action": "keep", "attributes": ["a"]}]}, "invalid action"),
-    ({"resource_attributes": {"attributes_config": [{"action": "drop", "regex": "("}]}}, "invalid regex"),
-    ({"resource_attributes": {"attributes_config": [{"action": "drop"}]}}, "needs attributes or regex"),
-    ({"log_attribute": []}, "unknown key"),
-])
+@pytest.mark.parametrize(
+    "config, message",
+    [
+        (
+            {"log_attributes": [{"action": "index_label", "attributes": ["a"]}]},
+            "only supported for resource_attributes",
+        ),
+        ({"scope_attributes": [{"action": "keep", "attributes": ["a"]}]}, "invalid action"),
+        ({"resource_attributes": {"attributes_config": [{"action": "drop", "regex": "("}]}}, "invalid regex"),
+        ({"resource_attributes": {"attributes_config": [{"action": "drop"}]}}, "needs attributes or regex"),
+        ({"log_attribute": []}, "unknown key"),
+    ],
+)
 def test_malformed_config(config, message):
     with pytest.raises((ValueError, TypeError), match=message):
         otlp_rules(config)
 
 
 def test_route_uses_the_tenants_limits():
-    limits = {"a": replace(LimitsConfig(), otlp_config=CONFIG, discover_service_name=()),
-              "bad": replace(LimitsConfig(), otlp_config={"log_attributes": 3})}
+    limits = {
+        "a": replace(LimitsConfig(), otlp_config=CONFIG, discover_service_name=()),
+        "bad": replace(LimitsConfig(), otlp_config={"log_attributes": 3}),
+    }
     push = FakePush()
-    app = add_otlp_routes(FastAPI(), push, auth_enabled=True, max_body_bytes=1 << 20,
-                          max_decompressed_bytes=1 << 20,
-                          tenant_otlp=lambda tenant: rules_for(limits.get(tenant, LimitsConfig())))
+    app = add_otlp_routes(
+        FastAPI(),
+        push,
+        auth_enabled=True,
+        max_body_bytes=1 << 20,
+        max_decompressed_bytes=1 << 20,
+        tenant_otlp=lambda tenant: rules_for(limits.get(tenant, LimitsConfig())),
+    )
     response = post(app, body=body(), headers={"Content-Type": PROTO, "X-Scope-OrgID": "a"})
     assert response.status_code == 200
     [(tenant, [stream])] = push.calls

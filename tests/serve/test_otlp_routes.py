@@ -1,4 +1,5 @@
 """POST /otlp/v1/logs over ASGI with a fake push, the wrong-path 404, and the SDK against the live route."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,12 +36,18 @@ class FakePush:
 
 
 def make_app(push: FakePush, *, auth_enabled: bool = False, max_body_bytes: int = 1 << 20) -> FastAPI:
-    return add_otlp_routes(FastAPI(), push, auth_enabled=auth_enabled, max_body_bytes=max_body_bytes,
-                           max_decompressed_bytes=1 << 20)
+    return add_otlp_routes(
+        FastAPI(), push, auth_enabled=auth_enabled, max_body_bytes=max_body_bytes, max_decompressed_bytes=1 << 20
+    )
 
 
-def post(app: FastAPI, path: str = "/otlp/v1/logs", body: bytes = b"", method: str = "POST",
-         headers: dict[str, str] | None = None) -> httpx.Response:
+def post(
+    app: FastAPI,
+    path: str = "/otlp/v1/logs",
+    body: bytes = b"",
+    method: str = "POST",
+    headers: dict[str, str] | None = None,
+) -> httpx.Response:
     async def send() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://svclog") as client:
@@ -75,8 +82,7 @@ def test_protobuf_push_answers_an_empty_protobuf_response():
 
 def test_json_push_answers_an_empty_json_response():
     push = FakePush()
-    response = post(make_app(push), body=encode_otlp_logs_json(sample_request()),
-                    headers={"content-type": JSON})
+    response = post(make_app(push), body=encode_otlp_logs_json(sample_request()), headers={"content-type": JSON})
     assert response.status_code == 200
     assert response.headers["content-type"] == JSON and response.json() == {}
     assert_pushed(push)
@@ -84,16 +90,22 @@ def test_json_push_answers_an_empty_json_response():
 
 def test_gzip_push_with_a_tenant():
     push = FakePush()
-    response = post(make_app(push, auth_enabled=True), body=gzip.compress(sample_request().SerializeToString()),
-                    headers={"content-type": PROTO, "content-encoding": "gzip", "x-scope-orgid": "team-a"})
+    response = post(
+        make_app(push, auth_enabled=True),
+        body=gzip.compress(sample_request().SerializeToString()),
+        headers={"content-type": PROTO, "content-encoding": "gzip", "x-scope-orgid": "team-a"},
+    )
     assert response.status_code == 200
     assert_pushed(push, "team-a")
 
 
-@pytest.mark.parametrize(("headers", "status", "message"), [
-    ({"content-type": PROTO}, 401, "no org id"),
-    ({"content-type": PROTO, "x-scope-orgid": "a|b"}, 400, "multiple org IDs"),
-])
+@pytest.mark.parametrize(
+    ("headers", "status", "message"),
+    [
+        ({"content-type": PROTO}, 401, "no org id"),
+        ({"content-type": PROTO, "x-scope-orgid": "a|b"}, 400, "multiple org IDs"),
+    ],
+)
 def test_tenant_errors(headers, status, message):
     push = FakePush()
     response = post(make_app(push, auth_enabled=True), body=sample_request().SerializeToString(), headers=headers)
@@ -101,12 +113,15 @@ def test_tenant_errors(headers, status, message):
     assert push.calls == []
 
 
-@pytest.mark.parametrize(("body", "headers", "message"), [
-    (b"\xff\xff", {"content-type": PROTO}, "proto"),
-    (b"{", {"content-type": JSON}, "OTLP/JSON"),
-    (b"{}", {"content-type": "text/plain"}, "not supported"),
-    (b"{}", {"content-type": JSON, "content-encoding": "gzip"}, "gzip"),
-])
+@pytest.mark.parametrize(
+    ("body", "headers", "message"),
+    [
+        (b"\xff\xff", {"content-type": PROTO}, "proto"),
+        (b"{", {"content-type": JSON}, "OTLP/JSON"),
+        (b"{}", {"content-type": "text/plain"}, "not supported"),
+        (b"{}", {"content-type": JSON, "content-encoding": "gzip"}, "gzip"),
+    ],
+)
 def test_malformed_bodies_are_400(body, headers, message):
     push = FakePush()
     response = post(make_app(push), body=body, headers=headers)
@@ -121,11 +136,14 @@ def test_body_over_the_limit_is_413():
     assert push.calls == []
 
 
-@pytest.mark.parametrize(("push", "status", "message"), [
-    (FakePush(error=ValidationError("stream '{}' has label name too long")), 400, "too long"),
-    (FakePush(error=RateLimitError("ingestion rate limit exceeded")), 429, "rate limit"),
-    (FakePush(result=ErrorReply(503, "no ingesters")), 503, "no ingesters"),
-])
+@pytest.mark.parametrize(
+    ("push", "status", "message"),
+    [
+        (FakePush(error=ValidationError("stream '{}' has label name too long")), 400, "too long"),
+        (FakePush(error=RateLimitError("ingestion rate limit exceeded")), 429, "rate limit"),
+        (FakePush(result=ErrorReply(503, "no ingesters")), 503, "no ingesters"),
+    ],
+)
 def test_push_errors_map_to_statuses(push, status, message):
     response = post(make_app(push), body=sample_request().SerializeToString(), headers={"content-type": PROTO})
     assert response.status_code == status and message in response.text
@@ -147,6 +165,7 @@ def test_get_on_the_logs_path_is_405():
 
 
 # ---------------------------------------------------------------- the SDK against the route over real HTTP
+
 
 def _serve(app: FastAPI):
     import uvicorn

@@ -9,8 +9,17 @@ def _read(data):
 
 
 def test_streams_have_timestamp_labels_line():
-    table = _read({"resultType": "streams", "result": [
-        {"stream": {"app": "a"}, "values": [["1793491200000000001", "first"], ["1793491200000000002", "second"]]}]})
+    table = _read(
+        {
+            "resultType": "streams",
+            "result": [
+                {
+                    "stream": {"app": "a"},
+                    "values": [["1793491200000000001", "first"], ["1793491200000000002", "second"]],
+                }
+            ],
+        }
+    )
     assert table.column_names == ["timestamp", "labels", "line"]
     assert table.schema.field("timestamp").type == pa.timestamp("ns", tz="UTC")
     assert table.column("line").to_pylist() == ["first", "second"]
@@ -19,8 +28,12 @@ def test_streams_have_timestamp_labels_line():
 
 
 def test_matrix_and_vector_have_double_values():
-    matrix = _read({"resultType": "matrix", "result": [{"metric": {"x": "1"}, "values": [[1793491200, "2.5"],
-                                                                                        [1793491260, "+Inf"]]}]})
+    matrix = _read(
+        {
+            "resultType": "matrix",
+            "result": [{"metric": {"x": "1"}, "values": [[1793491200, "2.5"], [1793491260, "+Inf"]]}],
+        }
+    )
     assert matrix.column_names == ["timestamp", "labels", "value"]
     assert matrix.column("value").to_pylist() == [2.5, float("inf")]
     vector = _read({"resultType": "vector", "result": [{"metric": {}, "value": [1793491200.5, "3"]}]})

@@ -1,4 +1,5 @@
 """The start's PortHolder: 503 + Retry-After on the HTTP port until Serve routes, never Serve's 404."""
+
 from __future__ import annotations
 
 import http.server
@@ -49,8 +50,11 @@ def holder():
 def test_every_request_gets_503_with_retry_after(holder):
     url = f"http://127.0.0.1:{holder.port}"
     with httpx.Client(timeout=5) as client:
-        for method, path, body in [("GET", "/ready", None), ("POST", "/loki/api/v1/push", b"x" * 300_000),
-                                   ("GET", "/loki/api/v1/tail?query=%7Ba%3D%22b%22%7D", None)]:
+        for method, path, body in [
+            ("GET", "/ready", None),
+            ("POST", "/loki/api/v1/push", b"x" * 300_000),
+            ("GET", "/loki/api/v1/tail?query=%7Ba%3D%22b%22%7D", None),
+        ]:
             resp = client.request(method, url + path, content=body)
             assert resp.status_code == 503 and resp.headers["retry-after"] == "1", (method, path)
             assert "starting" in resp.text
@@ -89,8 +93,11 @@ def _row(pxname, svname, bck, status):
 
 
 def test_haproxy_routes_only_once_a_replica_is_up():
-    base = [_row("default_backend", "BACKEND", "0", "UP"), _row("stats", "BACKEND", "0", "UP"),
-            _row("http_frontend", "FRONTEND", "", "OPEN")]
+    base = [
+        _row("default_backend", "BACKEND", "0", "UP"),
+        _row("stats", "BACKEND", "0", "UP"),
+        _row("http_frontend", "FRONTEND", "", "OPEN"),
+    ]
     fallback = _row("http-svclog", "SERVE_PROXY_ACTOR-fallback-x", "1", "UP")
     assert not any_replica_up(base)
     assert not any_replica_up(base + [fallback, _row("http-svclog", "BACKEND", "1", "UP")])

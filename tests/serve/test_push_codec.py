@@ -1,4 +1,5 @@
 """Push body decoding/encoding: formats, compression, the wire layout, and hostile input."""
+
 from __future__ import annotations
 
 import gzip
@@ -31,23 +32,28 @@ JSON = "application/json"
 PROTO = "application/x-protobuf"
 
 
-def decode(body: bytes, content_type: str | None = JSON, encoding: str | None = None,
-           limit: int = LIMIT) -> list[PushStream]:
+def decode(
+    body: bytes, content_type: str | None = JSON, encoding: str | None = None, limit: int = LIMIT
+) -> list[PushStream]:
     return decode_push(body, content_type, encoding, max_decompressed_bytes=limit)
 
 
 def sample_streams() -> list[PushStream]:
     return [
-        PushStream(Labels.from_dict({"app": "api", "env": 'q"uo\\te\n'}), [
-            Entry(1_793_494_800_000_000_000, "hello ünïcødé ✓"),
-            Entry(1_793_494_800_000_000_001, "", (("trace_id", "abc"), ("customer_id", "42"))),
-            Entry(-5, "before the epoch"),
-        ]),
+        PushStream(
+            Labels.from_dict({"app": "api", "env": 'q"uo\\te\n'}),
+            [
+                Entry(1_793_494_800_000_000_000, "hello ünïcødé ✓"),
+                Entry(1_793_494_800_000_000_001, "", (("trace_id", "abc"), ("customer_id", "42"))),
+                Entry(-5, "before the epoch"),
+            ],
+        ),
         PushStream(Labels.from_dict({"app": "web"}), [Entry(7, "x" * 1000)]),
     ]
 
 
 # ---------------------------------------------------------------- round trips
+
 
 def test_json_round_trip():
     streams = sample_streams()
@@ -66,23 +72,45 @@ def test_protobuf_built_with_generated_class():
     entry.timestamp.seconds, entry.timestamp.nanos = 1_700_000_000, 123
     entry.structuredMetadata.add(name=b"k", value=b"v")
     body = snappy.compress(request.SerializeToString())
-    assert decode(body, PROTO) == [PushStream(
-        Labels.from_dict({"job": "a", "le": "0.5"}),
-        [Entry(1_700_000_000_000_000_123, "zürich", (("k", "v"),))],
-    )]
+    assert decode(body, PROTO) == [
+        PushStream(
+            Labels.from_dict({"job": "a", "le": "0.5"}),
+            [Entry(1_700_000_000_000_000_123, "zürich", (("k", "v"),))],
+        )
+    ]
 
 
 # Hand-assembled PushRequest: one stream `{app="x"}` with one entry at 1s+5ns, line "hi",
 # structured metadata k=v. Tags: 0x0a = field 1 LEN, 0x12 = field 2 LEN, 0x1a = field 3 LEN,
 # 0x08 / 0x10 = fields 1 / 2 VARINT (Timestamp.seconds / .nanos).
-WIRE_FIXTURE = bytes([
-    0x0A, 31,                                    # PushRequest.streams, 31 bytes
-    0x0A, 9, *b'{app="x"}',                      #   StreamAdapter.labels
-    0x12, 18,                                    #   StreamAdapter.entries, 18 bytes
-    0x0A, 4, 0x08, 0x01, 0x10, 0x05,             #     EntryAdapter.timestamp {seconds: 1, nanos: 5}
-    0x12, 2, *b"hi",                             #     EntryAdapter.line
-    0x1A, 6, 0x0A, 1, *b"k", 0x12, 1, *b"v",     #     EntryAdapter.structuredMetadata {name, value}
-])
+WIRE_FIXTURE = bytes(
+    [
+        0x0A,
+        31,  # PushRequest.streams, 31 bytes
+        0x0A,
+        9,
+        *b'{app="x"}',  #   StreamAdapter.labels
+        0x12,
+        18,  #   StreamAdapter.entries, 18 bytes
+        0x0A,
+        4,
+        0x08,
+        0x01,
+        0x10,
+        0x05,  #     EntryAdapter.timestamp {seconds: 1, nanos: 5}
+        0x12,
+        2,
+        *b"hi",  #     EntryAdapter.line
+        0x1A,
+        6,
+        0x0A,
+        1,
+        *b"k",
+        0x12,
+        1,
+        *b"v",  #     EntryAdapter.structuredMetadata {name, value}
+    ]
+)
 FIXTURE_STREAMS = [PushStream(Labels.from_dict({"app": "x"}), [Entry(1_000_000_005, "hi", (("k", "v"),))])]
 
 
@@ -109,9 +137,7 @@ def test_structured_metadata_is_optional_third_value():
 def test_empty_request_and_null_fields():
     assert decode(b"{}") == []
     assert decode(b'{"streams":null}') == []
-    assert decode(b'{"streams":[{"stream":{"a":"b"},"values":null}]}') == [
-        PushStream(Labels.from_dict({"a": "b"}), [])
-    ]
+    assert decode(b'{"streams":[{"stream":{"a":"b"},"values":null}]}') == [PushStream(Labels.from_dict({"a": "b"}), [])]
     assert decode(encode_push_protobuf([]), PROTO) == []
 
 
@@ -138,6 +164,7 @@ def test_invalid_utf8_line_is_replaced_not_rejected():
 
 
 # ---------------------------------------------------------------- compression
+
 
 def test_gzip_json_and_gzip_protobuf():
     streams = sample_streams()
@@ -185,16 +212,20 @@ def test_snappy_header_claiming_huge_size_is_rejected_before_allocating():
 
 # ---------------------------------------------------------------- errors
 
+
 def conformance_body(name: str) -> bytes:
     case = json.loads((CASES / "errors" / f"{name}.json").read_text())
     return case["body"].encode()
 
 
-@pytest.mark.parametrize("name, message", [
-    ("push_malformed_json", "invalid JSON"),
-    ("push_numeric_timestamp", "timestamp must be a string"),
-    ("push_nested_structured_metadata", "structured metadata must map strings to strings"),
-])
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("push_malformed_json", "invalid JSON"),
+        ("push_numeric_timestamp", "timestamp must be a string"),
+        ("push_nested_structured_metadata", "structured metadata must map strings to strings"),
+    ],
+)
 def test_conformance_error_bodies(name, message):
     if not CASES.exists():
         pytest.skip("shared conformance cases not available")
@@ -202,25 +233,28 @@ def test_conformance_error_bodies(name, message):
         decode(conformance_body(name))
 
 
-@pytest.mark.parametrize("body, message", [
-    (b"", "invalid JSON"),
-    (b"[]", "expected an object"),
-    (b'{"streams":{}}', "'streams' must be an array"),
-    (b'{"streams":[1]}', "each stream must be an object"),
-    (b'{"streams":[{"stream":{"a":1},"values":[]}]}', "stream labels must map strings to strings"),
-    (b'{"streams":[{"stream":[],"values":[]}]}', "stream labels must be an object"),
-    (b'{"streams":[{"stream":{"a":"b"},"values":{}}]}', "'values' must be an array"),
-    (b'{"streams":[{"stream":{"a":"b"},"values":[["1"]]}]}', "each value must be"),
-    (b'{"streams":[{"stream":{"a":"b"},"values":[["1","l",{},"x"]]}]}', "each value must be"),
-    (b'{"streams":[{"stream":{"a":"b"},"values":[["1.5","l"]]}]}', "cannot parse timestamp"),
-    (b'{"streams":[{"stream":{"a":"b"},"values":[["+1","l"]]}]}', "cannot parse timestamp"),
-    (b'{"streams":[{"stream":{"a":"b"},"values":[["99999999999999999999","l"]]}]}', "cannot parse timestamp"),
-    (b'{"streams":[{"stream":{"a":"b"},"values":[["1",5]]}]}', "log line must be a string"),
-    (b'{"streams":[{"stream":{"a":"b"},"values":[["1","l",null]]}]}', "structured metadata must be an object"),
-    (b'{"streams":[{"stream":{"a":"b"},"values":[["1","l",["k","v"]]]}]}', "structured metadata must be an object"),
-    (b'{"streams":NaN}', "invalid JSON value NaN"),
-    (b"[" * 100_000, "invalid"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (b"", "invalid JSON"),
+        (b"[]", "expected an object"),
+        (b'{"streams":{}}', "'streams' must be an array"),
+        (b'{"streams":[1]}', "each stream must be an object"),
+        (b'{"streams":[{"stream":{"a":1},"values":[]}]}', "stream labels must map strings to strings"),
+        (b'{"streams":[{"stream":[],"values":[]}]}', "stream labels must be an object"),
+        (b'{"streams":[{"stream":{"a":"b"},"values":{}}]}', "'values' must be an array"),
+        (b'{"streams":[{"stream":{"a":"b"},"values":[["1"]]}]}', "each value must be"),
+        (b'{"streams":[{"stream":{"a":"b"},"values":[["1","l",{},"x"]]}]}', "each value must be"),
+        (b'{"streams":[{"stream":{"a":"b"},"values":[["1.5","l"]]}]}', "cannot parse timestamp"),
+        (b'{"streams":[{"stream":{"a":"b"},"values":[["+1","l"]]}]}', "cannot parse timestamp"),
+        (b'{"streams":[{"stream":{"a":"b"},"values":[["99999999999999999999","l"]]}]}', "cannot parse timestamp"),
+        (b'{"streams":[{"stream":{"a":"b"},"values":[["1",5]]}]}', "log line must be a string"),
+        (b'{"streams":[{"stream":{"a":"b"},"values":[["1","l",null]]}]}', "structured metadata must be an object"),
+        (b'{"streams":[{"stream":{"a":"b"},"values":[["1","l",["k","v"]]]}]}', "structured metadata must be an object"),
+        (b'{"streams":NaN}', "invalid JSON value NaN"),
+        (b"[" * 100_000, "invalid"),
+    ],
+)
 def test_json_errors(body, message):
     with pytest.raises(ValidationError, match=message):
         decode(body)
@@ -234,26 +268,32 @@ def proto_body(mutate) -> bytes:
     return snappy.compress(request.SerializeToString())
 
 
-@pytest.mark.parametrize("body, message", [
-    (b"", "snappy: corrupt input"),
-    (b"\x05garbage", "snappy: corrupt input"),
-    (b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80", "snappy: corrupt input"),
-    (snappy.compress(b"\x0a\xff\x01"), "proto: cannot parse"),
-    (snappy.compress(b"\x0f"), "proto: cannot parse"),
-    (proto_body(lambda s, e: setattr(e.timestamp, "nanos", -1)), "nanos -1 not in range"),
-    (proto_body(lambda s, e: setattr(e.timestamp, "nanos", 1_000_000_000)), "not in range"),
-    (proto_body(lambda s, e: setattr(e.timestamp, "seconds", 10**11)), "out of range"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (b"", "snappy: corrupt input"),
+        (b"\x05garbage", "snappy: corrupt input"),
+        (b"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80", "snappy: corrupt input"),
+        (snappy.compress(b"\x0a\xff\x01"), "proto: cannot parse"),
+        (snappy.compress(b"\x0f"), "proto: cannot parse"),
+        (proto_body(lambda s, e: setattr(e.timestamp, "nanos", -1)), "nanos -1 not in range"),
+        (proto_body(lambda s, e: setattr(e.timestamp, "nanos", 1_000_000_000)), "not in range"),
+        (proto_body(lambda s, e: setattr(e.timestamp, "seconds", 10**11)), "out of range"),
+    ],
+)
 def test_protobuf_errors(body, message):
     with pytest.raises(ValidationError, match=message):
         decode(body, PROTO)
 
 
-@pytest.mark.parametrize("body, message", [
-    (proto_body(lambda s, e: setattr(s, "labels", b'{a="\xff"}')), "invalid UTF-8"),
-    (proto_body(lambda s, e: setattr(s, "labels", b"a=b")), "Error parsing labels 'a=b'"),
-    (proto_body(lambda s, e: setattr(s, "labels", b'{a="1",a="2"}')), "duplicate label name: 'a'"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (proto_body(lambda s, e: setattr(s, "labels", b'{a="\xff"}')), "invalid UTF-8"),
+        (proto_body(lambda s, e: setattr(s, "labels", b"a=b")), "Error parsing labels 'a=b'"),
+        (proto_body(lambda s, e: setattr(s, "labels", b'{a="1",a="2"}')), "duplicate label name: 'a'"),
+    ],
+)
 def test_protobuf_label_errors_keep_the_stream_for_validation(body, message):
     """A bad label string fails its stream alone (in validation), not the decode of the batch."""
     (stream,) = decode(body, PROTO)
@@ -261,15 +301,18 @@ def test_protobuf_label_errors_keep_the_stream_for_validation(body, message):
     assert len(stream.entries) == 1
 
 
-@pytest.mark.parametrize("content_type, encoding, message", [
-    (None, None, "mime: no media type"),
-    ("", None, "mime: no media type"),
-    ("application/", None, "expected token after slash"),
-    ("a b", None, "no media type"),
-    (JSON, "br", 'Content-Encoding "br" not supported'),
-    (JSON, "gzip", "gzip: "),
-    (JSON, "deflate", "flate: "),
-])
+@pytest.mark.parametrize(
+    "content_type, encoding, message",
+    [
+        (None, None, "mime: no media type"),
+        ("", None, "mime: no media type"),
+        ("application/", None, "expected token after slash"),
+        ("a b", None, "no media type"),
+        (JSON, "br", 'Content-Encoding "br" not supported'),
+        (JSON, "gzip", "gzip: "),
+        (JSON, "deflate", "flate: "),
+    ],
+)
 def test_header_errors(content_type, encoding, message):
     with pytest.raises(ValidationError, match=message):
         decode(b"not compressed {}", content_type, encoding)
@@ -283,38 +326,45 @@ def test_truncated_gzip():
 
 # ---------------------------------------------------------------- label strings
 
-@pytest.mark.parametrize("text, expected", [
-    ('{a="b", c="d"}', {"a": "b", "c": "d"}),
-    ("{ a = 'b' ,c=`x\\ny`, }", {"a": "b", "c": "x\\ny"}),
-    ("{}", {}),
-    (' \n{a="b"}\t', {"a": "b"}),
-    ('{a="", b="x"}', {"b": "x"}),
-    ('{__tenant_id__="t", _x="1"}', {"__tenant_id__": "t", "_x": "1"}),
-    (r'{a="q\"\\\n\t\x41\101\u00e9\U0001F600"}', {"a": 'q"\\\n\tAAé😀'}),
-    (r'{a="\xc3\xa9"}', {"a": "é"}),
-    ('{a="😀 ünï"}', {"a": "😀 ünï"}),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{a="b", c="d"}', {"a": "b", "c": "d"}),
+        ("{ a = 'b' ,c=`x\\ny`, }", {"a": "b", "c": "x\\ny"}),
+        ("{}", {}),
+        (' \n{a="b"}\t', {"a": "b"}),
+        ('{a="", b="x"}', {"b": "x"}),
+        ('{__tenant_id__="t", _x="1"}', {"__tenant_id__": "t", "_x": "1"}),
+        (r'{a="q\"\\\n\t\x41\101\u00e9\U0001F600"}', {"a": 'q"\\\n\tAAé😀'}),
+        (r'{a="\xc3\xa9"}', {"a": "é"}),
+        ('{a="😀 ünï"}', {"a": "😀 ünï"}),
+    ],
+)
 def test_parse_labels(text, expected):
     assert parse_labels(text) == Labels.from_dict(expected)
     assert parse_labels(text.encode()) == Labels.from_dict(expected)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "1:1: parse error: unexpected end of input, expected '{'"),
-    ("{a=b}", "1:4: parse error: unexpected character 'b', expected quoted label value"),
-    ('{a="b"', "unexpected end of input, expected ',' or '}'"),
-    ('{a="b}', "unterminated quoted string"),
-    ('{a=~"b"}', "expected '='"),
-    ('{1a="b"}', "expected label name"),
-    ('{a.b="c"}', "expected '='"),
-    ('{a="b"} x', "expected end of input"),
-    ('{a="b"\n,\n b}', "3:3: parse error"),
-    (r'{a="\q"}', "unknown escape sequence"),
-    (r'{a="\xff"}', "invalid UTF-8 in label value"),
-    (r'{a="\ud800"}', "invalid Unicode code point"),
-    (r'{a="\777"}', "octal escape value > 255"),
-    ('{a="x\ny"}', "unterminated quoted string"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "1:1: parse error: unexpected end of input, expected '{'"),
+        ("{a=b}", "1:4: parse error: unexpected character 'b', expected quoted label value"),
+        ('{a="b"', "unexpected end of input, expected ',' or '}'"),
+        ('{a="b}', "unterminated quoted string"),
+        ('{a=~"b"}', "expected '='"),
+        ('{1a="b"}', "expected label name"),
+        ('{a.b="c"}', "expected '='"),
+        ('{a="b"} x', "expected end of input"),
+        ('{a="b"\n,\n b}', "3:3: parse error"),
+        (r'{a="\q"}', "unknown escape sequence"),
+        (r'{a="\xff"}', "invalid UTF-8 in label value"),
+        (r'{a="\ud800"}', "invalid Unicode code point"),
+        (r'{a="\777"}', "octal escape value > 255"),
+        ('{a="x\ny"}', "unterminated quoted string"),
+    ],
+)
 def test_parse_labels_errors(text, message):
     with pytest.raises(ValidationError, match="Error parsing labels") as info:
         parse_labels(text)
@@ -328,10 +378,19 @@ def test_parse_labels_duplicate_names():
 
 # ---------------------------------------------------------------- hostile input
 
-HEADERS = st.sampled_from([
-    (JSON, None), (JSON, "gzip"), (JSON, "deflate"), (PROTO, None), (PROTO, "gzip"),
-    (PROTO, "snappy"), (None, None), ("text/plain", "br"), (PROTO, "deflate"),
-])
+HEADERS = st.sampled_from(
+    [
+        (JSON, None),
+        (JSON, "gzip"),
+        (JSON, "deflate"),
+        (PROTO, None),
+        (PROTO, "gzip"),
+        (PROTO, "snappy"),
+        (None, None),
+        ("text/plain", "br"),
+        (PROTO, "deflate"),
+    ]
+)
 
 
 def assert_only_validation_errors(body: bytes, headers: tuple[str | None, str | None]) -> None:
@@ -365,15 +424,18 @@ def mutated(draw, source: bytes) -> bytes:
         elif op == "insert":
             data[pos:pos] = draw(st.binary(min_size=1, max_size=8))
         elif op == "delete" and data:
-            del data[pos:pos + draw(st.integers(1, 8))]
+            del data[pos : pos + draw(st.integers(1, 8))]
         elif op == "truncate":
             del data[pos:]
     return bytes(data)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(sorted(VALID_BODIES)), data=st.data(),
-       wrap=st.sampled_from(["plain", "snappy_after", "gzip_after", "mutate_compressed"]))
+@given(
+    kind=st.sampled_from(sorted(VALID_BODIES)),
+    data=st.data(),
+    wrap=st.sampled_from(["plain", "snappy_after", "gzip_after", "mutate_compressed"]),
+)
 def test_mutated_valid_bodies_raise_only_validation_errors(kind, data, wrap):
     body = data.draw(mutated(VALID_BODIES[kind]))
     content_type = PROTO if kind == "proto" else JSON
@@ -383,23 +445,27 @@ def test_mutated_valid_bodies_raise_only_validation_errors(kind, data, wrap):
     if wrap == "gzip_after":
         body, encoding = gzip.compress(body), "gzip"
     if wrap == "mutate_compressed":
-        body = data.draw(mutated(snappy.compress(VALID_BODIES[kind]) if kind == "proto"
-                                 else gzip.compress(VALID_BODIES[kind])))
+        body = data.draw(
+            mutated(snappy.compress(VALID_BODIES[kind]) if kind == "proto" else gzip.compress(VALID_BODIES[kind]))
+        )
         encoding = None if kind == "proto" else "gzip"
     assert_only_validation_errors(body, (content_type, encoding))
 
 
 # ---------------------------------------------------------------- generated code
 
+
 def test_generated_module_is_up_to_date(tmp_path):
     proto = "svclog/serve/codecs/push.proto"
     subprocess.run(
         [sys.executable, "-m", "grpc_tools.protoc", f"-I{REPO}", f"--python_out={tmp_path}", str(REPO / proto)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     fresh = (tmp_path / "svclog/serve/codecs/push_pb2.py").read_text()
     committed = (REPO / "svclog/serve/codecs/push_pb2.py").read_text().splitlines(keepends=True)
     # Our header (regeneration instructions, ruff exemption) sits above protoc's output.
-    body = "".join(line for index, line in enumerate(committed)
-                   if index >= 4 or not line.startswith(("# svclog:", "# ruff: noqa")))
+    body = "".join(
+        line for index, line in enumerate(committed) if index >= 4 or not line.startswith(("# svclog:", "# ruff: noqa"))
+    )
     assert body == fresh, "push_pb2.py is stale: regenerate it (see its header)"

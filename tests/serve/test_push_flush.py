@@ -1,4 +1,5 @@
 """POST /flush: 204 when every ingester flushed, 503 naming the object store error otherwise."""
+
 from __future__ import annotations
 
 import asyncio

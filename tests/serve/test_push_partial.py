@@ -1,4 +1,5 @@
 """A push with one bad stream: 400 naming it, the other streams stored and counted, over JSON and protobuf."""
+
 from __future__ import annotations
 
 import asyncio
@@ -20,12 +21,22 @@ from svclog.serve.handlers import Handlers
 from svclog.serve.routes import add_routes, set_handlers
 
 NOW = time.time_ns()
-LIMITS = SimpleNamespace(max_line_size=256 * 1024, max_line_size_truncate=False, max_label_names_per_series=15,
-                         max_label_name_length=1024, max_label_value_length=2048, reject_old_samples=False,
-                         reject_old_samples_max_age=0, creation_grace_period=600 * 10**9,
-                         allow_structured_metadata=True, max_structured_metadata_size=0,
-                         max_structured_metadata_entries_count=0, ingestion_rate_mb=100.0,
-                         ingestion_burst_size_mb=100.0, block_ingestion_until=None)
+LIMITS = SimpleNamespace(
+    max_line_size=256 * 1024,
+    max_line_size_truncate=False,
+    max_label_names_per_series=15,
+    max_label_name_length=1024,
+    max_label_value_length=2048,
+    reject_old_samples=False,
+    reject_old_samples_max_age=0,
+    creation_grace_period=600 * 10**9,
+    allow_structured_metadata=True,
+    max_structured_metadata_size=0,
+    max_structured_metadata_entries_count=0,
+    ingestion_rate_mb=100.0,
+    ingestion_burst_size_mb=100.0,
+    block_ingestion_until=None,
+)
 
 
 class StoredPusher:
@@ -47,8 +58,13 @@ class InProcessBackend:
         ring.register("i0", "i0", node="n0")
         self.pusher = StoredPusher()
         self.accepted = AcceptedCounts()
-        self.distributor = Distributor(ring=lambda: ring, pusher=self.pusher, limits_for=lambda t: LIMITS,
-                                       replication_factor=1, accepted=self.accepted)
+        self.distributor = Distributor(
+            ring=lambda: ring,
+            pusher=self.pusher,
+            limits_for=lambda t: LIMITS,
+            replication_factor=1,
+            accepted=self.accepted,
+        )
 
     async def push(self, tenant, body, content_type, content_encoding):
         streams = decode_push_columns(body, content_type, content_encoding, max_decompressed_bytes=1 << 24)
@@ -65,8 +81,9 @@ def _protobuf(streams) -> bytes:
 
 
 def _json(streams) -> bytes:
-    return json.dumps({"streams": [{"stream": labels, "values": [[str(NOW), line]]}
-                                   for labels, line in streams]}).encode()
+    return json.dumps(
+        {"streams": [{"stream": labels, "values": [[str(NOW), line]]} for labels, line in streams]}
+    ).encode()
 
 
 def _post(backend, body, content_type) -> httpx.Response:
@@ -80,11 +97,14 @@ def _post(backend, body, content_type) -> httpx.Response:
     return asyncio.run(send())
 
 
-@pytest.mark.parametrize(("bad", "message"), [
-    ('{a="1",a="2"}', "duplicate label name: 'a'"),
-    ('{a="1"', "Error parsing labels '{a=\"1\"'"),
-    ('{1a="x"}', "Error parsing labels"),
-])
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ('{a="1",a="2"}', "duplicate label name: 'a'"),
+        ('{a="1"', "Error parsing labels '{a=\"1\"'"),
+        ('{1a="x"}', "Error parsing labels"),
+    ],
+)
 def test_protobuf_bad_stream_is_refused_alone(bad, message):
     backend = InProcessBackend()
     resp = _post(backend, _protobuf([(bad, "bad line"), ('{app="goodp"}', "good line")]), "application/x-protobuf")

@@ -1,5 +1,6 @@
 """Encoding flags and X-Query-Tags: parsing, the `encodingFlags` echo, the query log line,
 and a categorize-labels log query over the real handlers and querier (no Ray)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -47,8 +48,10 @@ def test_query_log_line_names_query_status_and_tags():
     request = RangeRequest('{app="a"} |= "x y"', START, START + 3600 * NS, 60 * NS, None, 10, "backward")
     data = {"resultType": "streams", "result": [{"stream": {}, "values": [["1", "a"], ["2", "b"]]}]}
     line = query_log_line(["t1", "t2"], request, 200, 0.25, data, "Source=grafana")
-    assert line.startswith('msg=query org_id=t1|t2 query="{app=\\"a\\"} |= \\"x y\\"" range_type=range length=1h0m0s '
-                           'step=1m0s limit=10 duration=250ms status=200 returned_lines=2')
+    assert line.startswith(
+        'msg=query org_id=t1|t2 query="{app=\\"a\\"} |= \\"x y\\"" range_type=range length=1h0m0s '
+        "step=1m0s limit=10 duration=250ms status=200 returned_lines=2"
+    )
     assert line.endswith(" source=grafana")
     assert query_log_line([], None, 400, 0.0, None, "") == 'msg=query org_id="" duration=0s status=400'
 
@@ -56,18 +59,29 @@ def test_query_log_line_names_query_status_and_tags():
 def _push_and_query(tmp_path, caplog, headers: dict, **params) -> httpx.Response:
     backend = InProcessBackend(harness_config(str(tmp_path)), str(tmp_path))
     app = build_app(backend)
-    body = {"streams": [{"stream": {"app": "a"}, "values": [
-        [str(START + NS), '{"msg":"one"}', {"trace_id": "t1"}],
-        [str(START + 2 * NS), '{"msg":"two"}'],
-    ]}]}
+    body = {
+        "streams": [
+            {
+                "stream": {"app": "a"},
+                "values": [
+                    [str(START + NS), '{"msg":"one"}', {"trace_id": "t1"}],
+                    [str(START + 2 * NS), '{"msg":"two"}'],
+                ],
+            }
+        ]
+    }
 
     async def send():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svclog") as client:
-            pushed = await client.post("/loki/api/v1/push", content=json.dumps(body),
-                                       headers={"X-Scope-OrgID": "t", "Content-Type": "application/json"})
+            pushed = await client.post(
+                "/loki/api/v1/push",
+                content=json.dumps(body),
+                headers={"X-Scope-OrgID": "t", "Content-Type": "application/json"},
+            )
             assert pushed.status_code == 204, pushed.text
-            return await client.get("/loki/api/v1/query_range", params=params,
-                                    headers={"X-Scope-OrgID": "t", **headers})
+            return await client.get(
+                "/loki/api/v1/query_range", params=params, headers={"X-Scope-OrgID": "t", **headers}
+            )
 
     with caplog.at_level(logging.INFO, logger="svclog.query"):
         return asyncio.run(send())
@@ -75,26 +89,51 @@ def _push_and_query(tmp_path, caplog, headers: dict, **params) -> httpx.Response
 
 def test_categorized_log_query_over_http(tmp_path, caplog):
     headers = {"X-Loki-Response-Encoding-Flags": "categorize-labels", "X-Query-Tags": "Source=grafana"}
-    response = _push_and_query(tmp_path, caplog, headers, query='{app="a"} | json',
-                               start=str(START), end=str(START + 60 * NS), direction="forward", step="60000ms")
+    response = _push_and_query(
+        tmp_path,
+        caplog,
+        headers,
+        query='{app="a"} | json',
+        start=str(START),
+        end=str(START + 60 * NS),
+        direction="forward",
+        step="60000ms",
+    )
     assert response.status_code == 200, response.text
     data = response.json()["data"]
     assert data["encodingFlags"] == ["categorize-labels"]
-    assert data["result"] == [{"stream": {"app": "a"}, "values": [
-        # level discovery is on by default: lines without a level get detected_level=unknown at ingest
-        [str(START + NS), '{"msg":"one"}', {"structuredMetadata": {"trace_id": "t1", "detected_level": "unknown"},
-                                            "parsed": {"msg": "one"}}],
-        [str(START + 2 * NS), '{"msg":"two"}', {"structuredMetadata": {"detected_level": "unknown"},
-                                                "parsed": {"msg": "two"}}],
-    ]}]
+    assert data["result"] == [
+        {
+            "stream": {"app": "a"},
+            "values": [
+                # level discovery is on by default: lines without a level get detected_level=unknown at ingest
+                [
+                    str(START + NS),
+                    '{"msg":"one"}',
+                    {"structuredMetadata": {"trace_id": "t1", "detected_level": "unknown"}, "parsed": {"msg": "one"}},
+                ],
+                [
+                    str(START + 2 * NS),
+                    '{"msg":"two"}',
+                    {"structuredMetadata": {"detected_level": "unknown"}, "parsed": {"msg": "two"}},
+                ],
+            ],
+        }
+    ]
     assert any("source=grafana" in r.getMessage() and "status=200" in r.getMessage() for r in caplog.records)
 
 
 def test_rfc3339_times_and_millisecond_step(tmp_path, caplog):
     headers = {"X-Svc-Response-Encoding-Flags": "categorize-labels"}
-    response = _push_and_query(tmp_path, caplog, headers, query='sum(count_over_time({app="a"}[1m]))',
-                               start=rfc3339(START), end=rfc3339(START + MINUTE).replace("Z", ".000000000Z"),
-                               step="60000ms")
+    response = _push_and_query(
+        tmp_path,
+        caplog,
+        headers,
+        query='sum(count_over_time({app="a"}[1m]))',
+        start=rfc3339(START),
+        end=rfc3339(START + MINUTE).replace("Z", ".000000000Z"),
+        step="60000ms",
+    )
     assert response.status_code == 200, response.text
     data = response.json()["data"]
     assert "encodingFlags" not in data  # metric results never carry the flags

@@ -1,4 +1,5 @@
 """Replica counts: autoscaling on a joined cluster, a fixed count where it could not move."""
+
 from svclog.config import load_config
 from svclog.serve.deployments import CLUSTER_MAX_REPLICAS, scaling
 

@@ -1,4 +1,5 @@
 """While svclog starts or stops every route answers 503 with Retry-After (the standby app), never 404."""
+
 import asyncio
 
 import httpx
@@ -16,8 +17,13 @@ def _paths() -> list[tuple[str, str]]:
         out += [(methods[0], prefix + path.replace("{name}", "app")) for prefix in API_PREFIXES for path in paths]
     for _, methods, paths in OTHER_ROUTES:
         out += [(methods[0], path.replace("{name}", "app")) for path in paths]
-    return out + [("GET", "/ready"), ("POST", "/otlp/v1/logs"), ("POST", "/loki/api/v1/rules/ns"),
-                  ("DELETE", "/loki/api/v1/delete"), ("GET", "/no/such/route")]
+    return out + [
+        ("GET", "/ready"),
+        ("POST", "/otlp/v1/logs"),
+        ("POST", "/loki/api/v1/rules/ns"),
+        ("DELETE", "/loki/api/v1/delete"),
+        ("GET", "/no/such/route"),
+    ]
 
 
 @pytest.mark.parametrize("state", ["starting", "stopping"])

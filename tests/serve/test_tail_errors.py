@@ -1,4 +1,5 @@
 """A tail whose replay hits a lost Ray object answers a retryable 503 with no Ray text."""
+
 from types import SimpleNamespace
 
 import pytest
@@ -19,8 +20,14 @@ def _client(query) -> TestClient:
     return TestClient(add_tail_routes(FastAPI(), lambda: pool, query, lambda: False, lambda: cfg))
 
 
-@pytest.mark.parametrize("err", [rex.ObjectLostError("ab" * 14, "owner", "site"), rex.WorkerCrashedError(),
-                                 rex.ActorUnavailableError("restarting", None)])
+@pytest.mark.parametrize(
+    "err",
+    [
+        rex.ObjectLostError("ab" * 14, "owner", "site"),
+        rex.WorkerCrashedError(),
+        rex.ActorUnavailableError("restarting", None),
+    ],
+)
 def test_a_lost_backend_is_a_503_denial(err):
     async def query(tenants, request):
         raise err

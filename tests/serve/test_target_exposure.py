@@ -1,4 +1,5 @@
 """The gateway answers 404 for endpoint groups its deployment target does not expose."""
+
 import asyncio
 
 import httpx
@@ -7,12 +8,19 @@ import pytest
 from svclog.config import load_config
 
 
-@pytest.mark.parametrize("target,path,method", [
-    ("read", "/svc/api/v1/push", "POST"), ("read", "/otlp/v1/logs", "POST"), ("read", "/flush", "POST"),
-    ("write", "/loki/api/v1/query_range", "GET"), ("write", "/svc/api/v1/rules", "GET"),
-    ("write", "/svc/api/v1/delete", "GET"), ("backend", "/svc/api/v1/push", "POST"),
-    ("querier", "/ingester/shutdown", "POST"),
-])
+@pytest.mark.parametrize(
+    "target,path,method",
+    [
+        ("read", "/svc/api/v1/push", "POST"),
+        ("read", "/otlp/v1/logs", "POST"),
+        ("read", "/flush", "POST"),
+        ("write", "/loki/api/v1/query_range", "GET"),
+        ("write", "/svc/api/v1/rules", "GET"),
+        ("write", "/svc/api/v1/delete", "GET"),
+        ("backend", "/svc/api/v1/push", "POST"),
+        ("querier", "/ingester/shutdown", "POST"),
+    ],
+)
 def test_unexposed_groups_are_404(target, path, method):
     from svclog.serve import deployments, runtime
 
@@ -37,6 +45,7 @@ def test_a_stopping_gateway_answers_503_with_retry_after_on_every_route():
     assert launch.single_gateway(cfg)  # the local default: the stop tells the one replica directly
     runtime.enter_standby("stopping")
     try:
+
         async def call(method, path):
             transport = httpx.ASGITransport(app=deployments.app)
             async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
@@ -51,8 +60,9 @@ def test_a_stopping_gateway_answers_503_with_retry_after_on_every_route():
 
 
 def test_volume_range_with_bounds_at_the_int64_edge_is_a_400_not_a_500():
-    from tests.fuzz.harness import InProcessBackend, build_app, harness_config
     import tempfile
+
+    from tests.fuzz.harness import InProcessBackend, build_app, harness_config
 
     root = tempfile.mkdtemp()
     app = build_app(InProcessBackend(harness_config(root, "-limits.volume-enabled=true"), root))
@@ -62,7 +72,9 @@ def test_volume_range_with_bounds_at_the_int64_edge_is_a_400_not_a_500():
         async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
             return await client.get("/loki/api/v1/index/volume_range?" + query, headers={"X-Scope-OrgID": "t"})
 
-    for query in ["query=%7Ba%3D%22b%22%7D&start=-9223372036854775808&end=0",
-                  "query=%7Ba%3D%22b%22%7D&start=0&end=9223372036854775807&step=1h"]:
+    for query in [
+        "query=%7Ba%3D%22b%22%7D&start=-9223372036854775808&end=0",
+        "query=%7Ba%3D%22b%22%7D&start=0&end=9223372036854775807&step=1h",
+    ]:
         response = asyncio.run(call(query))
         assert response.status_code == 400, response.text

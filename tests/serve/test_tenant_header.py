@@ -1,4 +1,5 @@
 """A request with more than one X-Scope-OrgID header is refused (400) on every route."""
+
 import asyncio
 
 import httpx
@@ -11,8 +12,12 @@ from tests.fuzz.harness import InProcessBackend, build_app, harness_config
 
 
 def _routes() -> list[tuple[str, str]]:
-    out = [(methods[0], prefix + path.replace("{name}", "app"))
-           for _, methods, paths in API_ROUTES for prefix in API_PREFIXES for path in paths]
+    out = [
+        (methods[0], prefix + path.replace("{name}", "app"))
+        for _, methods, paths in API_ROUTES
+        for prefix in API_PREFIXES
+        for path in paths
+    ]
     return out + [(methods[0], path.replace("{name}", "app")) for _, methods, paths in OTHER_ROUTES for path in paths]
 
 
@@ -58,10 +63,20 @@ def test_routes_added_after_the_table_and_websockets_are_covered():
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "websocket", "path": "/loki/api/v1/tail", "raw_path": b"/loki/api/v1/tail", "query_string": b"",
-             "root_path": "", "scheme": "ws", "server": ("svclog", 80), "client": ("c", 1), "subprotocols": [],
-             "headers": [(b"x-scope-orgid", b"a"), (b"x-scope-orgid", b"b")],
-             "extensions": {"websocket.http.response": {}}, "asgi": {"version": "3.0"}}
+    scope = {
+        "type": "websocket",
+        "path": "/loki/api/v1/tail",
+        "raw_path": b"/loki/api/v1/tail",
+        "query_string": b"",
+        "root_path": "",
+        "scheme": "ws",
+        "server": ("svclog", 80),
+        "client": ("c", 1),
+        "subprotocols": [],
+        "headers": [(b"x-scope-orgid", b"a"), (b"x-scope-orgid", b"b")],
+        "extensions": {"websocket.http.response": {}},
+        "asgi": {"version": "3.0"},
+    }
     asyncio.run(app(scope, receive, send))
     assert sent[0]["type"] == "websocket.http.response.start" and sent[0]["status"] == 400
     assert any(m.cls is SingleOrgIdHeader for m in app.user_middleware)

@@ -1,5 +1,6 @@
 """Paths no route serves answer the reference router's plain `404 page not found`, and a
 method a path does not take an empty 405, not FastAPI's JSON `{"detail": ...}`."""
+
 from __future__ import annotations
 
 import asyncio

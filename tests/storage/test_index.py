@@ -1,21 +1,25 @@
+import pyarrow as pa
 import pytest
 
-from svclog.chunk.head import SealedChunk
 from svclog.chunk.format import CHUNK_SCHEMA
+from svclog.chunk.head import SealedChunk
 from svclog.model import Labels, Matcher, MatchType
 from svclog.storage import schema
 from svclog.storage.chunk_store import ChunkStore, FetchStats
 from svclog.storage.index import IndexReader
 from svclog.storage.objstore import ObjectStore
 
-import pyarrow as pa
-
 DAY = schema.PERIOD_NS
 
 
 def _chunk(ts, lines):
-    table = pa.table({"ts": pa.array(ts, pa.int64()), "line": lines,
-                      "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type)})
+    table = pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "line": lines,
+            "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type),
+        }
+    )
     return SealedChunk.from_table(table)
 
 

@@ -1,6 +1,7 @@
 """What the index reader and chunk store ask the object store for: a period's listing serves
 every query for `listing_ttl_s` (segments other processes write show after it; this process's
 own writes at once), and concurrent misses of one listing, segment or chunk make one request."""
+
 from __future__ import annotations
 
 import threading
@@ -22,8 +23,13 @@ STREAM = Labels({"app": "a"}.items())
 
 
 def _chunk(ts: list[int]) -> SealedChunk:
-    table = pa.table({"ts": pa.array(ts, pa.int64()), "line": [f"l{t}" for t in ts],
-                      "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type)})
+    table = pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "line": [f"l{t}" for t in ts],
+            "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type),
+        }
+    )
     return SealedChunk.from_table(table)
 
 

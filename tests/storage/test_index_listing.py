@@ -1,5 +1,6 @@
 """How the index reader lists segments: once per day inside a query, again when a listed
 segment was replaced by the compactor meanwhile."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -18,8 +19,13 @@ APP = (Matcher("app", MatchType.EQ, "a"),)
 
 
 def _chunk(ts: list[int]) -> SealedChunk:
-    table = pa.table({"ts": pa.array(ts, pa.int64()), "line": [f"l{t}" for t in ts],
-                      "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type)})
+    table = pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "line": [f"l{t}" for t in ts],
+            "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type),
+        }
+    )
     return SealedChunk.from_table(table)
 
 

@@ -1,5 +1,6 @@
 """The object store against a real S3 server (SeaweedFS): round trips, listings, deletes, no
 directory objects, bounded requests per query, and the store going down and coming back."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,13 +31,20 @@ T0 = 1793491200 * NS  # 2026-11-01T00:00:00Z
 
 
 def _chunk(ts: list[int], lines: list[str]) -> SealedChunk:
-    table = pa.table({"ts": pa.array(ts, pa.int64()), "line": lines,
-                      "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type)})
+    table = pa.table(
+        {
+            "ts": pa.array(ts, pa.int64()),
+            "line": lines,
+            "metadata": pa.array([None] * len(ts), CHUNK_SCHEMA.field("metadata").type),
+        }
+    )
     return SealedChunk.from_table(table)
 
 
 def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
-    return {k: after.get(k, 0) - before.get(k, 0) for k in set(after) | set(before) if after.get(k, 0) != before.get(k, 0)}
+    return {
+        k: after.get(k, 0) - before.get(k, 0) for k in set(after) | set(before) if after.get(k, 0) != before.get(k, 0)
+    }
 
 
 def _as_server_sees(counts: dict[str, int]) -> dict[str, int]:
@@ -75,19 +83,34 @@ def test_writes_leave_no_directory_objects(s3_store, s3_server):
     store: ObjectStore = s3_store()
     before = s3_server.request_counts()
     a, b = Labels({"app": "a"}.items()), Labels({"app": "b"}.items())
-    refs = ChunkStore(store).put_chunks("t1", [(a, _chunk([T0, T0 + 1], ["x", "y"])),
-                                               (b, _chunk([T0 + DAY, T0 + DAY + 5], ["z", "w"]))], "ing-0")
+    refs = ChunkStore(store).put_chunks(
+        "t1", [(a, _chunk([T0, T0 + 1], ["x", "y"])), (b, _chunk([T0 + DAY, T0 + DAY + 5], ["z", "w"]))], "ing-0"
+    )
     rules = RuleStore(store)
-    rules.set_group("t1", "ns/one", decode_group({"name": "g", "rules": [{"record": "r", "expr": 'count_over_time({app="a"}[1m])'}]}))
-    DeleteRequestStore(store).put(new_delete_request("t1", '{app="a"}', str(T0 // NS), str(T0 // NS + 60),
-                                                     None, now_ms=T0 // 10**6 + DAY // 10**6, max_interval_limit_ns=DAY))
+    rules.set_group(
+        "t1",
+        "ns/one",
+        decode_group({"name": "g", "rules": [{"record": "r", "expr": 'count_over_time({app="a"}[1m])'}]}),
+    )
+    DeleteRequestStore(store).put(
+        new_delete_request(
+            "t1",
+            '{app="a"}',
+            str(T0 // NS),
+            str(T0 // NS + 60),
+            None,
+            now_ms=T0 // 10**6 + DAY // 10**6,
+            max_interval_limit_ns=DAY,
+        )
+    )
     schedule_chunk_deletion(store, "t1", [refs[0].key], [schema.period_of(T0)], T0)
     assert _delta(s3_server.request_counts(), before) == {"PUT": 7}
     # 2 chunks, 2 index segments (two days), 1 rule group, 1 delete request, 1 pending-deletion marker
     assert len(store.list("", recursive=True)) == 7
     # and nothing in the bucket under this store is an empty "directory"
-    infos = s3_server.filesystem().get_file_info(pafs.FileSelector(f"{BUCKET}/{store.root.split('/', 1)[1]}",
-                                                                   recursive=True))
+    infos = s3_server.filesystem().get_file_info(
+        pafs.FileSelector(f"{BUCKET}/{store.root.split('/', 1)[1]}", recursive=True)
+    )
     files = [i.path for i in infos if i.type == pafs.FileType.File]
     for directory in (i.path for i in infos if i.type == pafs.FileType.Directory):
         assert any(f.startswith(directory + "/") for f in files), f"empty directory object {directory}"
@@ -112,7 +135,9 @@ def test_index_reader_lists_only_the_days_a_query_covers(s3_store):
         return real_list(prefix, recursive)
 
     store.list = spy  # type: ignore[method-assign]
-    reader = IndexReader(store, listing_ttl_s=5.0, clock=lambda: 0.0)  # a clock that stands still: the listing stays fresh
+    reader = IndexReader(
+        store, listing_ttl_s=5.0, clock=lambda: 0.0
+    )  # a clock that stands still: the listing stays fresh
     matchers = (Matcher("app", MatchType.EQ, "a"),)
     start, end = T0 + 3 * DAY + 12 * 3600 * NS, T0 + 5 * DAY  # half of day 3 and day 4
     before = store.request_counts()
@@ -122,7 +147,10 @@ def test_index_reader_lists_only_the_days_a_query_covers(s3_store):
     assert reader.chunk_refs("t1", matchers, start, end) == refs
     again = _delta(store.request_counts(), before)
     print(f"\nindex lookup over 2 of 10 days (3 segments a day): first {first}, repeated {again}")
-    assert listed == [schema.index_dir("t1", schema.period_of(T0) + 3), schema.index_dir("t1", schema.period_of(T0) + 4)]
+    assert listed == [
+        schema.index_dir("t1", schema.period_of(T0) + 3),
+        schema.index_dir("t1", schema.period_of(T0) + 4),
+    ]
     assert first == {"LIST": 2, "HEAD": 6, "GET": 6}  # 2 day listings + 6 segments read once
     assert again == {}
     # day 3's chunks all end before its noon: only day 4's three overlap the range
@@ -153,16 +181,24 @@ def _backend(tmp_path, monkeypatch, uri: str):
 def _push(client, tenant: str, streams: list[PushStream]) -> None:
     from svclog.serve.codecs.push import encode_push_json
 
-    resp = client.request("push", "POST", "/loki/api/v1/push", content=encode_push_json(streams),
-                          headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"})
+    resp = client.request(
+        "push",
+        "POST",
+        "/loki/api/v1/push",
+        content=encode_push_json(streams),
+        headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"},
+    )
     assert resp.status_code == 204, resp.text
 
 
 def _query(client, tenant: str, query: str, start: int, end: int):
-    return client.request("query", "GET", "/loki/api/v1/query_range",
-                          params={"query": query, "start": str(start), "end": str(end), "limit": "5000",
-                                  "direction": "forward"},
-                          headers={"X-Scope-OrgID": tenant})
+    return client.request(
+        "query",
+        "GET",
+        "/loki/api/v1/query_range",
+        params={"query": query, "start": str(start), "end": str(end), "limit": "5000", "direction": "forward"},
+        headers={"X-Scope-OrgID": tenant},
+    )
 
 
 def _lines(resp) -> list[str]:
@@ -175,9 +211,17 @@ def test_in_process_service_push_flush_query_on_s3(tmp_path, monkeypatch, s3_uri
     try:
         now = time.time_ns() - 3600 * NS
         apps = ("web", "db", "api")
-        _push(client, "team-a", [PushStream(Labels({"app": app, "env": "prod"}.items()),
-                                            [Entry(now + i * NS, f"{app} line {i}") for i in range(200)])
-                                 for app in apps])
+        _push(
+            client,
+            "team-a",
+            [
+                PushStream(
+                    Labels({"app": app, "env": "prod"}.items()),
+                    [Entry(now + i * NS, f"{app} line {i}") for i in range(200)],
+                )
+                for app in apps
+            ],
+        )
         asyncio.run(backend.flush())
         assert all(not ing.memory_chunks() for ing in backend.ingesters.values())  # all of it is in S3 now
         assert len(store.list("chunks/team-a", recursive=True)) >= 3

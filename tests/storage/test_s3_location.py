@@ -1,4 +1,5 @@
 """From the config's S3 sections to the S3 filesystem's settings (no server needed)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,7 +32,9 @@ def test_storage_config_aws_with_env_expansion(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AK")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "s/+cr=t")
     monkeypatch.delenv("S3_REGION", raising=False)
-    uri = _uri(tmp_path, """
+    uri = _uri(
+        tmp_path,
+        """
 storage_config:
   aws:
     endpoint: ${S3_ENDPOINT}
@@ -42,10 +45,16 @@ storage_config:
     s3forcepathstyle: true
     region: ${S3_REGION:-eu-west-1}
     backoff_config: {max_retries: 7}
-""", "-config.expand-env=true")
+""",
+        "-config.expand-env=true",
+    )
     options, root = _options(uri)
     assert root == "svclog-chunks"  # the first of the buckets
-    assert (options["endpoint_override"], options["scheme"], options["region"]) == ("minio.local:9000", "http", "eu-west-1")
+    assert (options["endpoint_override"], options["scheme"], options["region"]) == (
+        "minio.local:9000",
+        "http",
+        "eu-west-1",
+    )
     assert (options["access_key"], options["secret_key"]) == ("AK", "s/+cr=t")
     assert options["force_virtual_addressing"] is False  # path-style
     assert options["allow_delayed_open"] is True  # small objects go up in one PUT
@@ -87,11 +96,26 @@ def test_bad_locations_are_refused():
 def test_reference_s3_flags(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(SCHEMA)
-    cfg = load_config(None, [f"-config.file={path}", "-s3.buckets=fb", "-s3.endpoint=127.0.0.1:9", "-s3.insecure=true",
-                             "-s3.force-path-style=true", "-s3.access-key-id=k", "-s3.secret-access-key=s",
-                             "-s3.region=r"])
+    cfg = load_config(
+        None,
+        [
+            f"-config.file={path}",
+            "-s3.buckets=fb",
+            "-s3.endpoint=127.0.0.1:9",
+            "-s3.insecure=true",
+            "-s3.force-path-style=true",
+            "-s3.access-key-id=k",
+            "-s3.secret-access-key=s",
+            "-s3.region=r",
+        ],
+    )
     options, root = _options(object_store_uri(cfg))
-    assert (root, options["endpoint_override"], options["scheme"], options["region"]) == ("fb", "127.0.0.1:9", "http", "r")
+    assert (root, options["endpoint_override"], options["scheme"], options["region"]) == (
+        "fb",
+        "127.0.0.1:9",
+        "http",
+        "r",
+    )
     assert (options["access_key"], options["secret_key"], options["force_virtual_addressing"]) == ("k", "s", False)
 
 

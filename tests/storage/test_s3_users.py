@@ -1,6 +1,7 @@
 """Every object-store user on a real S3 server: the compactor's index compaction, retention,
 delete requests and sweep, and the rule store, run as their own tests do over the local
 filesystem, here with their ObjectStore on SeaweedFS S3 (each test in a prefix of its own)."""
+
 from __future__ import annotations
 
 import inspect

@@ -1,4 +1,5 @@
 """Binary operators between scalars and vectors, with PromQL's vector matching rules."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -17,11 +18,20 @@ def _go_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 ARITHMETIC: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide, "%": _go_mod, "^": np.power,
+    "+": np.add,
+    "-": np.subtract,
+    "*": np.multiply,
+    "/": np.divide,
+    "%": _go_mod,
+    "^": np.power,
 }
 COMPARISON: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "==": np.equal, "!=": np.not_equal, ">": np.greater, "<": np.less,
-    ">=": np.greater_equal, "<=": np.less_equal,
+    "==": np.equal,
+    "!=": np.not_equal,
+    ">": np.greater,
+    "<": np.less,
+    ">=": np.greater_equal,
+    "<=": np.less_equal,
 }
 SET_OPS = ("and", "or", "unless")
 
@@ -94,8 +104,9 @@ def _set_op(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> SeriesSet:
     for j, lb in enumerate(rhs.labels):
         rhs_present[j] &= ~_any_present(lhs, lhs_sigs.get(signature(lb, matching)))
     labels = list(lhs.labels) + list(rhs.labels)
-    merged = merge_same_labels(labels, np.concatenate([lhs.values, rhs.values]),
-                               np.concatenate([lhs.present, rhs_present]))
+    merged = merge_same_labels(
+        labels, np.concatenate([lhs.values, rhs.values]), np.concatenate([lhs.present, rhs_present])
+    )
     return merged.compact()
 
 
@@ -132,7 +143,8 @@ def _vector_vector(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> Series
             raise ValidationError(
                 "found duplicate series for the match group on the "
                 f"{'left' if swapped else 'right'} hand-side of the operation; "
-                "many-to-many matching not allowed: matching labels must be unique on one side")
+                "many-to-many matching not allowed: matching labels must be unique on one side"
+            )
         one_present = one.present[rows]
         one_values = np.where(one_present, one.values[rows], 0.0).sum(axis=0) if len(rows) > 1 else one.values[rows[0]]
         both = many.present[i] & one_present.any(axis=0)
@@ -145,7 +157,9 @@ def _vector_vector(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> Series
         present.append(both & keep)
     if not labels:
         return SeriesSet.empty(n_steps)
-    message = ("multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)"
-               if card == "one-to-one" else
-               "multiple matches for labels: grouping labels must ensure unique matches")
+    message = (
+        "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)"
+        if card == "one-to-one"
+        else "multiple matches for labels: grouping labels must ensure unique matches"
+    )
     return merge_same_labels(labels, np.stack(values), np.stack(present), message).compact()

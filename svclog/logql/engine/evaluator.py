@@ -3,6 +3,7 @@
 Sample expressions evaluate to a `SeriesSet` (all steps at once) or to
 `ScalarSteps`; dispatch over AST node types is a functools.singledispatch.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -45,18 +46,31 @@ class EvalContext:
     error_policies: dict[int, ErrorPolicy] = field(default_factory=dict)  # see hints.py
 
 
-def evaluate(expr: ast.Expr, params: QueryParams, source: LogSource,
-             max_series: int = DEFAULT_MAX_SERIES, guard: QueryGuard | None = None) -> QueryResult:
+def evaluate(
+    expr: ast.Expr,
+    params: QueryParams,
+    source: LogSource,
+    max_series: int = DEFAULT_MAX_SERIES,
+    guard: QueryGuard | None = None,
+) -> QueryResult:
     """`guard`: the query's deadline, cancellation and memory budget, checked as the engine reads."""
     validate(params)
     guard = guard if guard is not None else QueryGuard()
     if isinstance(expr, ast.LogQuery):
         if params.instant:
-            raise ValidationError("log queries are not supported as an instant query type, "
-                                  "please change your query to a range query type")
+            raise ValidationError(
+                "log queries are not supported as an instant query type, please change your query to a range query type"
+            )
         return evaluate_logs(expr, params, source, guard)
-    ctx = EvalContext(params, source, step_times(params), series_label_hints(expr), guard,
-                      _series_caps(expr, params, max_series), error_policies(expr))
+    ctx = EvalContext(
+        params,
+        source,
+        step_times(params),
+        series_label_hints(expr),
+        guard,
+        _series_caps(expr, params, max_series),
+        error_policies(expr),
+    )
     value = eval_sample(expr, ctx)
     if isinstance(value, SeriesSet):
         value = value.compact()
@@ -81,8 +95,11 @@ def _to_result(value: SeriesSet | ScalarSteps, ctx: EvalContext) -> QueryResult:
             return ScalarResult(int(ctx.steps[0]), float(value.values[0]))
         return MatrixResult([Series(Labels(), ctx.steps, value.values)])
     if ctx.params.instant:
-        samples = [Sample(lb, int(ctx.steps[0]), float(v[0]))
-                   for lb, v, p in zip(value.labels, value.values, value.present) if p[0]]
+        samples = [
+            Sample(lb, int(ctx.steps[0]), float(v[0]))
+            for lb, v, p in zip(value.labels, value.values, value.present)
+            if p[0]
+        ]
         return VectorResult(_order_samples(samples, value.order))
     series = [Series(lb, ctx.steps[p], v[p]) for lb, v, p in zip(value.labels, value.values, value.present)]
     return MatrixResult(sorted(series, key=lambda s: s.labels))
@@ -156,10 +173,18 @@ def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSe
     ends = ctx.steps - log_range.offset
     ops = UNWRAP_OPS if log_range.unwrap is not None else LOG_OPS
     if node.op not in ops and node.op != "absent_over_time":
-        raise ValidationError(f"invalid aggregation {node.op} "
-                              f"{'with' if log_range.unwrap is not None else 'without'} unwrap")
-    samples = select_samples(log_range, ctx.source, int(ends[0]) - log_range.range + 1, int(ends[-1]) + 1,
-                             keep=ctx.label_hints.get(id(node)), guard=ctx.guard, cap=ctx.caps.get(id(node)))
+        raise ValidationError(
+            f"invalid aggregation {node.op} {'with' if log_range.unwrap is not None else 'without'} unwrap"
+        )
+    samples = select_samples(
+        log_range,
+        ctx.source,
+        int(ends[0]) - log_range.range + 1,
+        int(ends[-1]) + 1,
+        keep=ctx.label_hints.get(id(node)),
+        guard=ctx.guard,
+        cap=ctx.caps.get(id(node)),
+    )
     if node.op == "absent_over_time":
         return _absent(log_range, samples, ends)
     _check_errors(samples, ctx.error_policies.get(id(node), ErrorPolicy()))
@@ -200,9 +225,10 @@ def _check_errors(samples: list[SampleSeries], policy: ErrorPolicy) -> None:
         if error and not policy.allows(error):
             raise ValidationError(
                 f"pipeline error: '{error}' for series: '{s.labels}'.\n"
-                f"Use a label filter to intentionally skip this error. (e.g | __error__!=\"{error}\").\n"
-                "To skip all potential errors you can match empty errors.(e.g __error__=\"\")\n"
-                "The label filter can also be specified after unwrap. (e.g | unwrap latency | __error__=\"\" )\n")
+                f'Use a label filter to intentionally skip this error. (e.g | __error__!="{error}").\n'
+                'To skip all potential errors you can match empty errors.(e.g __error__="")\n'
+                'The label filter can also be specified after unwrap. (e.g | unwrap latency | __error__="" )\n'
+            )
 
 
 def _absent(log_range: ast.LogRange, samples: list[SampleSeries], ends: np.ndarray) -> SeriesSet:

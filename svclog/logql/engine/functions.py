@@ -1,4 +1,5 @@
 """Functions over vectors: label_replace and vector(x)."""
+
 from __future__ import annotations
 
 import re
@@ -14,6 +15,7 @@ _TEMPLATE_REF = re.compile(r"\$(?:\$|\{([A-Za-z0-9_]*)\}|([A-Za-z0-9_]+))")
 
 def expand_template(template: str, match) -> str:
     """Go's regexp.Expand: `$1`, `${1}`, `$name`, `${name}`, `$$`; unknown groups expand to ''."""
+
     def substitute(ref: re.Match) -> str:
         if ref.group(0) == "$$":
             return "$"

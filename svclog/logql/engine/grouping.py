@@ -1,4 +1,5 @@
 """Grouping of series by `by (...)` / `without (...)` label lists."""
+
 from __future__ import annotations
 
 import numpy as np

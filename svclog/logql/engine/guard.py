@@ -6,6 +6,7 @@ past its deadline, is cancelled (client gone, frontend timed out) or holds too m
 at the next block instead of running to the end. Plain object: the querier creates one per
 sub-query and its cancel watcher sets the flag from another thread.
 """
+
 from __future__ import annotations
 
 import threading
@@ -18,8 +19,10 @@ import pyarrow as pa
 from svclog.gocompat.durations import format_go_duration
 from svclog.model import LimitError, SvcError
 
-TIMEOUT_ADVICE = ("decrease the duration of the request or add more label matchers "
-                  "(prefer exact match over regex match) to reduce the amount of data processed")
+TIMEOUT_ADVICE = (
+    "decrease the duration of the request or add more label matchers "
+    "(prefer exact match over regex match) to reduce the amount of data processed"
+)
 
 
 class QueryCancelled(SvcError):
@@ -38,14 +41,14 @@ class QueryMemoryExceeded(LimitError):
 
 def timeout_error(timeout_ns: int) -> QueryTimedOut:
     """The error of a query whose `query_timeout` passed, naming the timeout and its value."""
-    return QueryTimedOut(f"request timed out after {format_go_duration(timeout_ns)} (query_timeout), "
-                         f"{TIMEOUT_ADVICE}")
+    return QueryTimedOut(f"request timed out after {format_go_duration(timeout_ns)} (query_timeout), {TIMEOUT_ADVICE}")
 
 
 def memory_error(limit: int) -> QueryMemoryExceeded:
     return QueryMemoryExceeded(
         f"the query exceeded its memory budget (limit: {_mib(limit)}, max_query_memory_bytes); consider "
-        "adding more specific stream selectors or line filters, or reducing the time range or the limit")
+        "adding more specific stream selectors or line filters, or reducing the time range or the limit"
+    )
 
 
 def _mib(n: int) -> str:
@@ -80,8 +83,13 @@ class QueryGuard:
     """Deadline (wall clock, seconds since the epoch, so it means the same in every process),
     cancellation and a byte budget for one query; `None`/0 disable a part."""
 
-    def __init__(self, deadline: float | None = None, timeout_ns: int = 0, memory_limit: int = 0,
-                 clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        deadline: float | None = None,
+        timeout_ns: int = 0,
+        memory_limit: int = 0,
+        clock: Callable[[], float] = time.time,
+    ):
         self.deadline = deadline
         self.timeout_ns = timeout_ns
         self.memory_limit = memory_limit

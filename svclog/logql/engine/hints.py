@@ -12,6 +12,7 @@ unobservable, and for them the evaluator may keep fewer labels (`series_label_hi
 A parser followed only by filters then needs to extract just the labels that are kept or
 read later (`parser_labels`). Queries of any other shape run without hints.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -61,8 +62,7 @@ def error_policies(expr: object) -> dict[int, ErrorPolicy]:
             continue
         grouping = node.grouping if node.grouping is not None else enclosing.get(id(node))
         read = _read_labels(node.range)
-        if node.op == "absent_over_time" or (grouping is not None and not grouping.without
-                                             and not grouping.labels):
+        if node.op == "absent_over_time" or (grouping is not None and not grouping.without and not grouping.labels):
             policies[id(node)] = ErrorPolicy(parsers_idle=not read, keep_parser_errors="__error__" in read)
         elif grouping is not None and not grouping.without and grouping.labels:
             observed = read | set(grouping.labels)
@@ -116,8 +116,12 @@ def series_label_hints(expr: object) -> dict[int, frozenset[str]]:
         if isinstance(node, ast.VectorAggregation) and node.op == "sum":
             inner = node.expr
             grouping = node.grouping
-            if (isinstance(inner, ast.RangeAggregation) and inner.grouping is None
-                    and inner.op in ADDITIVE_OPS and (grouping is None or not grouping.without)):
+            if (
+                isinstance(inner, ast.RangeAggregation)
+                and inner.grouping is None
+                and inner.op in ADDITIVE_OPS
+                and (grouping is None or not grouping.without)
+            ):
                 note(inner, frozenset(grouping.labels) if grouping is not None else frozenset())
     for key in conflicting:
         hints.pop(key)
@@ -133,7 +137,7 @@ def parser_labels(log_range: ast.LogRange, keep: frozenset[str]) -> frozenset[st
     if len(parsers) != 1 or not isinstance(stages[parsers[0]], HINTED_PARSERS):
         return None
     needed = set(keep)
-    for stage in stages[parsers[0] + 1:]:
+    for stage in stages[parsers[0] + 1 :]:
         if isinstance(stage, ast.LineFilter):
             continue
         if not isinstance(stage, ast.LabelFilter):
@@ -152,7 +156,8 @@ def _filter_names(node: object) -> set[str]:
     for part in ast.walk(node):
         if isinstance(part, ast.StringLabelFilter):
             names.add(part.matcher.name)
-        elif isinstance(part, (ast.NumericLabelFilter, ast.DurationLabelFilter, ast.BytesLabelFilter,
-                               ast.IpLabelFilter)):
+        elif isinstance(
+            part, (ast.NumericLabelFilter, ast.DurationLabelFilter, ast.BytesLabelFilter, ast.IpLabelFilter)
+        ):
             names.add(part.name)
     return names

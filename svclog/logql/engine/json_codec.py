@@ -1,4 +1,5 @@
 """Query results in the reference's JSON shape (`data` of the query envelope)."""
+
 from __future__ import annotations
 
 import math
@@ -42,9 +43,10 @@ def result_to_json(result: object) -> dict:
 
 @result_to_json.register
 def _streams(result: StreamsResult) -> dict:
-    return {"resultType": "streams", "result": [
-        {"stream": s.labels.to_dict(), "values": _values(s)} for s in result.streams
-    ]}
+    return {
+        "resultType": "streams",
+        "result": [{"stream": s.labels.to_dict(), "values": _values(s)} for s in result.streams],
+    }
 
 
 def _values(stream: Stream) -> list[list]:
@@ -55,8 +57,10 @@ def _values(stream: Stream) -> list[list]:
     for labels in stream.entry_labels:
         if labels not in rendered:
             rendered[labels] = _entry_labels(labels)
-    return [[str(int(t)), line, rendered[labels]]
-            for t, line, labels in zip(stream.ts.tolist(), stream.lines, stream.entry_labels)]
+    return [
+        [str(int(t)), line, rendered[labels]]
+        for t, line, labels in zip(stream.ts.tolist(), stream.lines, stream.entry_labels)
+    ]
 
 
 def _entry_labels(labels: EntryLabels) -> dict:
@@ -70,19 +74,26 @@ def _entry_labels(labels: EntryLabels) -> dict:
 
 @result_to_json.register
 def _matrix(result: MatrixResult) -> dict:
-    return {"resultType": "matrix", "result": [
-        {"metric": s.labels.to_dict(),
-         "values": [[sample_time(t), format_value(v)] for t, v in zip(s.ts.tolist(), s.values.tolist())]}
-        for s in result.series
-    ]}
+    return {
+        "resultType": "matrix",
+        "result": [
+            {
+                "metric": s.labels.to_dict(),
+                "values": [[sample_time(t), format_value(v)] for t, v in zip(s.ts.tolist(), s.values.tolist())],
+            }
+            for s in result.series
+        ],
+    }
 
 
 @result_to_json.register
 def _vector(result: VectorResult) -> dict:
-    return {"resultType": "vector", "result": [
-        {"metric": s.labels.to_dict(), "value": [sample_time(s.ts), format_value(s.value)]}
-        for s in result.samples
-    ]}
+    return {
+        "resultType": "vector",
+        "result": [
+            {"metric": s.labels.to_dict(), "value": [sample_time(s.ts), format_value(s.value)]} for s in result.samples
+        ],
+    }
 
 
 @result_to_json.register

@@ -7,6 +7,7 @@ half-open time ranges, so equal timestamps never straddle two), so once the wind
 The rows kept are then cut to those whose time can still be in the answer (ties included),
 so grouping and ordering cost what the answer needs, not what was read.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -36,8 +37,13 @@ class Processed:
     batch: LogBatch
 
 
-def read_in_windows(request: SelectRequest, params: QueryParams, source: LogSource,
-                    process: Callable[[StreamBlock], LogBatch], guard: QueryGuard) -> list[Processed]:
+def read_in_windows(
+    request: SelectRequest,
+    params: QueryParams,
+    source: LogSource,
+    process: Callable[[StreamBlock], LogBatch],
+    guard: QueryGuard,
+) -> list[Processed]:
     """Pipeline outputs of the blocks that can hold answer entries, in ascending time order
     (slice by slice, blocks in the source's order within a slice), cut to those entries."""
     reader = _Reader(params, process, guard)

@@ -11,6 +11,7 @@ With `categorize_labels` a series is keyed by its labels split into categories
 only and each entry carries the other two, as the reference's categorize-labels
 encoding reports them.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable
@@ -28,17 +29,18 @@ from svclog.logql.engine.samples import leading_line_filters, remaining_stages
 from svclog.logql.source import LogSource, SelectRequest
 
 
-def evaluate_logs(query: ast.LogQuery, params: QueryParams, source: LogSource,
-                  guard: QueryGuard | None = None) -> StreamsResult:
+def evaluate_logs(
+    query: ast.LogQuery, params: QueryParams, source: LogSource, guard: QueryGuard | None = None
+) -> StreamsResult:
     guard = guard if guard is not None else QueryGuard()
-    request = SelectRequest(matchers=query.selector.matchers, start=params.start, end=params.end,
-                            line_filters=leading_line_filters(query))
+    request = SelectRequest(
+        matchers=query.selector.matchers, start=params.start, end=params.end, line_filters=leading_line_filters(query)
+    )
     pipeline = sb.build_pipeline(remaining_stages(query, source))
     if params.limit == 0:
         return StreamsResult([])
     group = sb.group_by_categories if params.categorize_labels else sb.group_by_labels
-    parts = read_in_windows(request, params, source, lambda block: pipeline.process(sb.block_to_batch(block)),
-                            guard)
+    parts = read_in_windows(request, params, source, lambda block: pipeline.process(sb.block_to_batch(block)), guard)
     # each row gets the id of its series; keys are only built for the rows that can be answered
     series: dict[Hashable, int] = {}
     ts_parts, line_parts, id_parts = [], [], []
@@ -56,8 +58,9 @@ def evaluate_logs(query: ast.LogQuery, params: QueryParams, source: LogSource,
     return _order_and_limit(list(series), np.concatenate(ts_parts), np.concatenate(id_parts), lines, params)
 
 
-def _order_and_limit(keys: list, ts: np.ndarray, series_of_row: np.ndarray, lines: pa.ChunkedArray,
-                     params: QueryParams) -> StreamsResult:
+def _order_and_limit(
+    keys: list, ts: np.ndarray, series_of_row: np.ndarray, lines: pa.ChunkedArray, params: QueryParams
+) -> StreamsResult:
     ranked = sorted(range(len(keys)), key=keys.__getitem__)  # Labels, or CategorizedLabels (stream first)
     rank = np.empty(len(keys), dtype=np.int64)
     rank[np.asarray(ranked, dtype=np.int64)] = np.arange(len(keys), dtype=np.int64)
@@ -77,20 +80,23 @@ def _order_and_limit(keys: list, ts: np.ndarray, series_of_row: np.ndarray, line
         order = order[: params.limit]
     if params.categorize_labels:
         return _categorized_streams(keys, ts, sid, lines, order)
-    return StreamsResult([Stream(keys[s], ts[rows], picked)
-                          for s, rows, picked in _runs(sid[order], order, lines)])
+    return StreamsResult([Stream(keys[s], ts[rows], picked) for s, rows, picked in _runs(sid[order], order, lines)])
 
 
-def _categorized_streams(keys: list, ts: np.ndarray, sid: np.ndarray, lines: pa.ChunkedArray,
-                         order: np.ndarray) -> StreamsResult:
+def _categorized_streams(
+    keys: list, ts: np.ndarray, sid: np.ndarray, lines: pa.ChunkedArray, order: np.ndarray
+) -> StreamsResult:
     """The picked entries grouped by stream labels alone, each with its other labels."""
     stream_ids: dict = {}
-    stream_of_series = np.array([stream_ids.setdefault(key.stream, len(stream_ids)) for key in keys],
-                                dtype=np.int64)
+    stream_of_series = np.array([stream_ids.setdefault(key.stream, len(stream_ids)) for key in keys], dtype=np.int64)
     streams = list(stream_ids)
     entry_labels = [EntryLabels(key.structured_metadata, key.parsed) for key in keys]
-    return StreamsResult([Stream(streams[s], ts[rows], picked, [entry_labels[i] for i in sid[rows].tolist()])
-                          for s, rows, picked in _runs(stream_of_series[sid[order]], order, lines)])
+    return StreamsResult(
+        [
+            Stream(streams[s], ts[rows], picked, [entry_labels[i] for i in sid[rows].tolist()])
+            for s, rows, picked in _runs(stream_of_series[sid[order]], order, lines)
+        ]
+    )
 
 
 def _runs(group_of_picked: np.ndarray, order: np.ndarray, lines: pa.ChunkedArray):

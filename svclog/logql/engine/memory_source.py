@@ -1,4 +1,5 @@
 """MemorySource: an in-memory LogSource for tests, dev tools and ingester head data."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,8 +19,9 @@ class _StoredStream:
 
     def __init__(self, labels: Labels, entries: Sequence[EntryTuple]):
         self.labels = labels
-        rows = sorted(((int(e[0]), e[1], dict(e[2]) if len(e) > 2 and e[2] else {}) for e in entries),
-                      key=lambda e: e[0])
+        rows = sorted(
+            ((int(e[0]), e[1], dict(e[2]) if len(e) > 2 and e[2] else {}) for e in entries), key=lambda e: e[0]
+        )
         unique = []
         seen: set[tuple[int, str]] = set()
         for ts, line, meta in rows:

@@ -1,4 +1,5 @@
 """Query parameters and the evaluation time grid (step alignment, limits on resolution)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,11 +33,17 @@ class QueryParams:
     categorize_labels: bool = False
 
     @classmethod
-    def for_range(cls, start: int, end: int, step: int | None = None, interval: int | None = None,
-                  limit: int = DEFAULT_LIMIT, direction: str = "backward") -> QueryParams:
+    def for_range(
+        cls,
+        start: int,
+        end: int,
+        step: int | None = None,
+        interval: int | None = None,
+        limit: int = DEFAULT_LIMIT,
+        direction: str = "backward",
+    ) -> QueryParams:
         """A range query; `step` defaults to the reference's dynamic step."""
-        return cls(start, end, default_step(start, end) if step is None else step,
-                   interval, limit, direction, False)
+        return cls(start, end, default_step(start, end) if step is None else step, interval, limit, direction, False)
 
     @classmethod
     def for_instant(cls, time: int, limit: int = DEFAULT_LIMIT, direction: str = "backward") -> QueryParams:
@@ -60,12 +67,12 @@ def validate(params: QueryParams) -> None:
     if params.end < params.start:
         raise ValidationError("end timestamp must not be before or equal to start time")
     if params.step <= 0:
-        raise ValidationError(
-            "zero or negative query resolution step widths are not accepted. Try a positive integer")
+        raise ValidationError("zero or negative query resolution step widths are not accepted. Try a positive integer")
     if (params.end - params.start) / params.step > MAX_POINTS_PER_SERIES:
         raise ValidationError(
             "exceeded maximum resolution of 11,000 points per timeseries. "
-            "Try decreasing the query resolution (?step=XX)")
+            "Try decreasing the query resolution (?step=XX)"
+        )
     if params.interval is not None and params.interval < 0:
         raise ValidationError("interval must be a positive value")
 

@@ -6,6 +6,7 @@ counts from the bounds; sums, means and variances per window as if each were
 computed alone (window_sums); min/max from a sparse table; only quantiles loop,
 once per step.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -38,8 +39,7 @@ class Windows:
         return self.range_ns / NS
 
 
-def windows(ts: np.ndarray, values: np.ndarray, ends: np.ndarray, range_ns: int,
-            param: float | None = None) -> Windows:
+def windows(ts: np.ndarray, values: np.ndarray, ends: np.ndarray, range_ns: int, param: float | None = None) -> Windows:
     lo = np.searchsorted(ts, ends - range_ns, side="right")
     hi = np.searchsorted(ts, ends, side="right")
     return Windows(ts, values, lo, hi, ends, range_ns, param)

@@ -1,4 +1,5 @@
 """What `evaluate` returns: the four LogQL result types (plain data, no JSON)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

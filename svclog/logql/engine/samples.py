@@ -3,6 +3,7 @@
 Every series comes out as timestamps (int64 ns, ascending) and float values;
 for a log range without unwrap the value of an entry is its size in bytes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,7 +48,7 @@ def remaining_stages(query: ast.LogQuery, source: LogSource) -> tuple:
     if getattr(source, "applies_line_filters", False):
         leading = leading_line_filters(query)
         sb.build_pipeline(leading)  # still validated here: a bad regex is a 400, whoever runs it
-        return query.stages[len(leading):]
+        return query.stages[len(leading) :]
     return query.stages
 
 
@@ -70,9 +71,15 @@ def series_limit_error(limit: int) -> LimitError:
 SERIES_OVERHEAD_BYTES = 256  # a series' Labels, dict slot and arrays list, beside its samples
 
 
-def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: int,
-                   keep: frozenset[str] | None = None, guard: QueryGuard | None = None,
-                   cap: SeriesCap | None = None) -> list[SampleSeries]:
+def select_samples(
+    log_range: ast.LogRange,
+    source: LogSource,
+    start: int,
+    end: int,
+    keep: frozenset[str] | None = None,
+    guard: QueryGuard | None = None,
+    cap: SeriesCap | None = None,
+) -> list[SampleSeries]:
     """Samples of every series of `log_range` with timestamps in [start, end).
 
     `keep` (hints.series_label_hints): the only labels the caller's answer depends on; series
@@ -81,8 +88,9 @@ def select_samples(log_range: ast.LogRange, source: LogSource, start: int, end: 
     guard = guard if guard is not None else QueryGuard()
     capped: set[Labels] = set()
     query = log_range.query
-    request = SelectRequest(matchers=query.selector.matchers, start=start, end=end,
-                            line_filters=leading_line_filters(query))
+    request = SelectRequest(
+        matchers=query.selector.matchers, start=start, end=end, line_filters=leading_line_filters(query)
+    )
     extract = parser_labels(log_range, keep) if keep is not None else None
     pipeline = sb.build_pipeline(remaining_stages(query, source), parser_labels=extract)
     parts: dict[Labels, list[tuple[np.ndarray, np.ndarray]]] = {}

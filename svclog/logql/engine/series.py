@@ -5,6 +5,7 @@ times at once: a (series x steps) float matrix plus a presence mask, so
 aggregations and binary operators work on whole columns instead of per step.
 A `ScalarSteps` is a scalar expression's value at every step.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,8 +39,9 @@ class SeriesSet:
         keep = self.present.any(axis=1)
         if keep.all():
             return self
-        return SeriesSet([lb for lb, k in zip(self.labels, keep) if k], self.values[keep],
-                         self.present[keep], self.order)
+        return SeriesSet(
+            [lb for lb, k in zip(self.labels, keep) if k], self.values[keep], self.present[keep], self.order
+        )
 
 
 @dataclass
@@ -47,12 +49,16 @@ class ScalarSteps:
     values: np.ndarray  # float64 (n_steps,)
 
 
-def merge_same_labels(labels: list[Labels], values: np.ndarray, present: np.ndarray,
-                      what: str = "vector cannot contain metrics with the same labelset") -> SeriesSet:
+def merge_same_labels(
+    labels: list[Labels],
+    values: np.ndarray,
+    present: np.ndarray,
+    what: str = "vector cannot contain metrics with the same labelset",
+) -> SeriesSet:
     """Combine rows that carry the same labels; two present samples at one step are an error."""
     index: dict[Labels, int] = {}
     rows: list[int] = []
-    for i, lb in enumerate(labels):
+    for lb in labels:
         rows.append(index.setdefault(lb, len(index)))
     if len(index) == len(labels):
         return SeriesSet(list(labels), values, present)

@@ -4,6 +4,7 @@ The stages package (`svclog.logql.stages`) owns block -> batch conversion, the
 pipeline, label filters and grouping of entries into series; the engine reaches
 them through these names only.
 """
+
 from __future__ import annotations
 
 import numpy as np

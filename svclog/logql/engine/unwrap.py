@@ -2,6 +2,7 @@
 
 Conversion runs once per distinct value (dictionary encoding), not per entry.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable

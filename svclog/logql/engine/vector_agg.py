@@ -3,6 +3,7 @@
 Each group is reduced over its rows for all steps at once; absent samples are
 masked out.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -53,8 +54,13 @@ def _stddev(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 REDUCERS: dict[str, Reducer] = {
-    "sum": _sum, "count": _count, "avg": _avg, "min": _min, "max": _max,
-    "stdvar": _stdvar, "stddev": _stddev,
+    "sum": _sum,
+    "count": _count,
+    "avg": _avg,
+    "min": _min,
+    "max": _max,
+    "stdvar": _stdvar,
+    "stddev": _stddev,
 }
 SELECTORS = {"topk": True, "approx_topk": True, "bottomk": False}
 

@@ -8,6 +8,7 @@ Sums come from np.add.reduceat over each window's own index range (C speed, a
 function of the window's values alone); variances from shifted one-pass sums
 where that is well conditioned, else from a two-pass over the window's samples.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -42,7 +43,7 @@ def window_means(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         nonfinite = np.concatenate(([0], np.cumsum(~np.isfinite(x))))
         overflow &= nonfinite[hi] == nonfinite[lo]
         for i in np.flatnonzero(overflow).tolist():
-            mean[i] = _running_mean(x[lo[i]:hi[i]].tolist())
+            mean[i] = _running_mean(x[lo[i] : hi[i]].tolist())
     return mean
 
 
@@ -95,10 +96,10 @@ def _blocks(lo: np.ndarray, hi: np.ndarray) -> Iterator[tuple[np.ndarray, np.nda
     sizes = count[order]
     i = 0
     while i < len(order):
-        ahead = sizes[i:i + _BLOCK_CELLS]
+        ahead = sizes[i : i + _BLOCK_CELLS]
         cells = np.arange(1, len(ahead) + 1) * ahead  # sizes ascend: the last row sets the width
         take = max(int(np.searchsorted(cells, _BLOCK_CELLS, side="right")), 1)
-        rows = order[i:i + take]
+        rows = order[i : i + take]
         offsets = np.arange(int(sizes[i + take - 1]))
         mask = offsets < count[rows, None]
         yield rows, np.where(mask, lo[rows, None] + offsets, lo[rows, None]), mask

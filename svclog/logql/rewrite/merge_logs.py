@@ -1,5 +1,6 @@
 """Merging log partials: a k-way merge by time (direction), then labels, then arrival,
 cut at the limit and grouped back into streams, as the un-split query orders them."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +26,9 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     lines = [line for s in streams for line in s.lines]
     # categorize-labels partials carry each entry's other labels; merge them alongside the lines
     categorized = any(s.entry_labels is not None for s in streams)
-    entry_labels = [e for s in streams for e in (s.entry_labels or [NO_ENTRY_LABELS] * len(s.ts))] \
-        if categorized else None
+    entry_labels = (
+        [e for s in streams for e in (s.entry_labels or [NO_ENTRY_LABELS] * len(s.ts))] if categorized else None
+    )
     arrival = np.arange(len(ts))
     newest_first = params.direction == "backward"
     order = np.lexsort((arrival, sid, -ts if newest_first else ts))[: params.limit]
@@ -42,6 +44,12 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows_all)]):
         rows = rows_all[lo:hi]
         picked_rows = rows.tolist()
-        out.append(Stream(keys[int(groups[lo])], ts[rows], [lines[r] for r in picked_rows],
-                          [entry_labels[r] for r in picked_rows] if entry_labels is not None else None))
+        out.append(
+            Stream(
+                keys[int(groups[lo])],
+                ts[rows],
+                [lines[r] for r in picked_rows],
+                [entry_labels[r] for r in picked_rows] if entry_labels is not None else None,
+            )
+        )
     return StreamsResult(out)

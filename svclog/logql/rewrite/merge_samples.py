@@ -1,5 +1,6 @@
 """Merging metric partials: results back onto the step grid, combined by label set,
 then the frontend part of the merge tree evaluated with the engine's own operators."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -116,8 +117,11 @@ def to_result(value: Value, params: QueryParams, steps: np.ndarray, max_series: 
     if len(value) > max_series:
         raise LimitError(f"maximum of series ({max_series}) reached for a single query")
     if params.instant:
-        samples = [Sample(lb, int(steps[0]), float(v[0]))
-                   for lb, v, p in zip(value.labels, value.values, value.present) if p[0]]
+        samples = [
+            Sample(lb, int(steps[0]), float(v[0]))
+            for lb, v, p in zip(value.labels, value.values, value.present)
+            if p[0]
+        ]
         return VectorResult(_order_samples(samples, value.order))
     series = [Series(lb, steps[p], v[p]) for lb, v, p in zip(value.labels, value.values, value.present)]
     return MatrixResult(sorted(series, key=lambda s: s.labels))

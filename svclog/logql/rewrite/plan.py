@@ -1,5 +1,6 @@
 """plan_query: a query as sub-queries (time pieces x shards) and the merge that
 turns their partial results into exactly the un-split answer."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -33,8 +34,14 @@ class Plan:
         return self.merger(partials)
 
 
-def plan_query(expr: ast.Expr, params: QueryParams, *, split_interval_ns: int = 0, shards: int = 1,
-               max_series: int = DEFAULT_MAX_SERIES) -> Plan:
+def plan_query(
+    expr: ast.Expr,
+    params: QueryParams,
+    *,
+    split_interval_ns: int = 0,
+    shards: int = 1,
+    max_series: int = DEFAULT_MAX_SERIES,
+) -> Plan:
     """Sub-queries of `expr` split at multiples of `split_interval_ns` (0: no split) and
     sharded `shards` ways where the expression allows it."""
     try:

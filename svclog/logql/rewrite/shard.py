@@ -17,6 +17,7 @@ What shards (each shard sees whole streams, never part of one):
   engine defines it (sum_over_time / count_over_time).
 Everything else runs un-sharded, as small a subtree as possible.
 """
+
 from __future__ import annotations
 
 import enum
@@ -114,8 +115,11 @@ def range_combine(node: ast.RangeAggregation) -> Combine | None:
     """How per-shard results of a range aggregation combine, None when they do not."""
     if node.op == "absent_over_time":
         return None
-    keeps_streams_apart = node.grouping is None and node.range.unwrap is None and not any(
-        isinstance(stage, LABEL_MODIFIERS) for stage in node.range.query.stages)
+    keeps_streams_apart = (
+        node.grouping is None
+        and node.range.unwrap is None
+        and not any(isinstance(stage, LABEL_MODIFIERS) for stage in node.range.query.stages)
+    )
     if keeps_streams_apart:
         return Combine.CONCAT
     if node.op in ADDITIVE_RANGE_OPS:
@@ -179,8 +183,9 @@ def _vector(node: ast.VectorAggregation, sharding: bool) -> _Shardable | _Tree:
     return _Tree(replace(node, expr=Downstream(inner.expr, inner.combine)))
 
 
-def _frontend_node(node: ast.Expr, names: tuple[str, ...], sharding: bool,
-                   analysed: dict[str, _Shardable | _Tree] | None = None) -> _Tree:
+def _frontend_node(
+    node: ast.Expr, names: tuple[str, ...], sharding: bool, analysed: dict[str, _Shardable | _Tree] | None = None
+) -> _Tree:
     """`node` evaluated in the frontend over its (sharded) children; collapsed into one
     un-sharded leaf when no child shards, unless it sorts (a leaf's partial loses its order)."""
     children = {name: (analysed or {}).get(name) or _analyse(getattr(node, name), sharding) for name in names}

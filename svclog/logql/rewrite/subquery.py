@@ -3,6 +3,7 @@
 A sub-query is an ordinary expression over a narrower time range, optionally
 restricted to one shard of the streams (`fingerprint % count == index`).
 """
+
 from __future__ import annotations
 
 import sys

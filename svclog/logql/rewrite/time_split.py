@@ -5,6 +5,7 @@ Log queries split [start, end) at multiples of the interval (like the reference'
 split their step-aligned evaluation times into contiguous groups, one per interval;
 each piece evaluates only its own steps and reads its own lookback window.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace

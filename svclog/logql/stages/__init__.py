@@ -1,4 +1,5 @@
 """Pipeline stages over columnar log batches: the engine's entry points."""
+
 from svclog.logql.stages.batch import (
     ERR_JSON,
     ERR_LABEL_FILTER,

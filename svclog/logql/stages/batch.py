@@ -17,6 +17,7 @@ of a `parsed` column is parsed. The categorize-labels encoding reads these.
 
 `__error__` and `__error_details__` live in `labels` like any other column.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -118,7 +119,7 @@ class LogBatch:
         the value under `<name>_extracted` too, so the metadata stays as it is.
         """
         held = None
-        if not (name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in self.origin):
+        if not (name.endswith(EXTRACTED_SUFFIX) and name[: -len(EXTRACTED_SUFFIX)] in self.origin):
             held = self.metadata_rows(name)
         if held is None:
             self.set_parsed(name, values)
@@ -165,6 +166,7 @@ class LogBatch:
 
 # ---------------------------------------------------------------- errors
 
+
 def error_column(batch: LogBatch) -> pa.Array:
     """`__error__` per entry (null = no error)."""
     return batch.label(ERROR_LABEL)
@@ -174,8 +176,14 @@ def has_error(batch: LogBatch) -> pa.Array:
     return pc.is_valid(error_column(batch))
 
 
-def set_error(batch: LogBatch, mask: pa.Array, error: str | pa.Array,
-              details: str | pa.Array | None = None, *, overwrite: bool = True) -> None:
+def set_error(
+    batch: LogBatch,
+    mask: pa.Array,
+    error: str | pa.Array,
+    details: str | pa.Array | None = None,
+    *,
+    overwrite: bool = True,
+) -> None:
     """Record `error` (and `details`) on the entries selected by `mask`.
 
     Parsers overwrite an earlier error (overwrite=True); label filters keep the first
@@ -203,6 +211,7 @@ def _broadcast(value: str | pa.Array, n: int) -> pa.Array:
 
 
 # ---------------------------------------------------------------- construction
+
 
 def block_to_batch(block: StreamBlock) -> LogBatch:
     """A stream block as a batch; structured metadata becomes per-entry label columns.

@@ -7,8 +7,8 @@ Numbers are validated with an RE2 kernel and cast with Arrow; durations and byte
 sizes are computed once per distinct string (dictionary encoding), since their
 grammar has no Arrow kernel.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
@@ -19,8 +19,14 @@ from svclog.gocompat.humanize import parse_bytes as humanize_parse_bytes
 from svclog.gocompat.strconv import parse_float as go_parse_float
 from svclog.gocompat.strconv import quote as go_quote
 
-__all__ = ["go_parse_float", "humanize_parse_bytes", "parse_bytes_values", "parse_duration_ns_values",
-           "parse_duration_values", "parse_float_values"]  # the first two: Go's own, for querier/detected.py
+__all__ = [
+    "go_parse_float",
+    "humanize_parse_bytes",
+    "parse_bytes_values",
+    "parse_duration_ns_values",
+    "parse_duration_values",
+    "parse_float_values",
+]  # the first two: Go's own, for querier/detected.py
 
 # strconv.ParseFloat's common decimal syntax plus its inf/infinity/nan spellings; the rest
 # of Go's syntax (hex floats, `_` digit separators) goes through go_parse_float
@@ -35,8 +41,9 @@ def parse_float_values(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     valid = pc.fill_null(pc.match_substring_regex(arr, _GO_FLOAT), False)
     values = pc.cast(pc.if_else(valid, arr, pa.scalar(None, pa.string())), pa.float64())
     # Go reports overflow to +-Inf as an error ("value out of range").
-    overflow = pc.and_(pc.fill_null(pc.is_inf(values), False),
-                       pc.invert(pc.fill_null(pc.match_substring_regex(arr, _GO_INF), False)))
+    overflow = pc.and_(
+        pc.fill_null(pc.is_inf(values), False), pc.invert(pc.fill_null(pc.match_substring_regex(arr, _GO_INF), False))
+    )
     rare = pc.and_(pc.invert(valid), pc.fill_null(pc.match_substring_regex(arr, _GO_FLOAT_RARE), False))
     bad_syntax = pc.and_(pc.and_(pc.is_valid(arr), pc.invert(valid)), pc.invert(rare))
     errors = _messages(arr, bad_syntax, lambda s: f"strconv.ParseFloat: parsing {go_quote(s)}: invalid syntax")
@@ -96,7 +103,7 @@ def _simple_durations_ns(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     `[+-]digits[.digits]unit` within the limits (those are left to the exact parser)."""
     n = len(arr)
     _, offsets_buf, data_buf = arr.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[arr.offset:arr.offset + n + 1].astype(np.int64)
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[arr.offset : arr.offset + n + 1].astype(np.int64)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
     lengths = np.diff(offsets)
     ok = (lengths >= 2) & (lengths <= _MAX_BYTES)
@@ -153,8 +160,9 @@ def _simple_durations_ns(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     ok &= (whole_digits <= _MAX_DIGITS) & (frac_digits <= _MAX_DIGITS)
     ok &= whole <= _SAFE_NS // np.maximum(unit_ns, 1)
     with np.errstate(over="ignore", invalid="ignore"):
-        ns = whole * unit_ns + np.trunc(frac.astype(np.float64) * (unit_ns.astype(np.float64)
-                                                                   / 10.0 ** frac_digits)).astype(np.int64)
+        ns = whole * unit_ns + np.trunc(
+            frac.astype(np.float64) * (unit_ns.astype(np.float64) / 10.0**frac_digits)
+        ).astype(np.int64)
     ns = np.where(first == ord("-"), -ns, ns)
     return np.where(ok, ns, 0), ok
 

@@ -1,4 +1,5 @@
 """`| decolorize`: strip ANSI colour/control escape sequences from the line (one RE2 kernel)."""
+
 from __future__ import annotations
 
 import pyarrow.compute as pc

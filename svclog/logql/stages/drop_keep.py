@@ -6,6 +6,7 @@ dropped like any label. keep removes every label not named, a matcher item keepi
 its label only where the value matches; keep never removes the error labels.
 Per-entry decisions are matcher kernels over whole columns.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa

@@ -7,6 +7,7 @@ means the entry does not carry the label at all.
 `group_by_categories` does the same for the categorize-labels encoding, where each
 entry's labels are split into stream labels, structured metadata and parsed labels.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -59,8 +60,7 @@ def group_by_categories(batch: LogBatch) -> list[tuple[CategorizedLabels, pa.Arr
     columns = _present_columns(batch)
     if not columns:
         return [(CategorizedLabels(batch.stream, Labels(), Labels()), pa.array(np.arange(n, dtype=np.int64)))]
-    flags = [(name, rows) for name, rows in sorted(batch.parsed_rows.items())
-             if any(name == col for col, _ in columns)]
+    flags = [(name, rows) for name, rows in sorted(batch.parsed_rows.items()) if any(name == col for col, _ in columns)]
     out = []
     for values, parsed_here, indices in _groups(columns, flags):
         stream = batch.stream.to_dict()
@@ -105,7 +105,9 @@ def _groups(columns: list[tuple[str, pa.Array]], flags: list[tuple[str, pa.Array
     order = np.argsort(inverse, kind="stable")
     bounds = np.cumsum(np.bincount(inverse, minlength=len(keys)))[:-1]
     for key, indices in zip(keys, np.split(order, bounds)):
-        values: dict = {name: (dictionaries[j][code] if code >= 0 else None)
-                        for j, ((name, _), code) in enumerate(zip(columns, key))}
-        flagged = {name: bool(flag) for (name, _), flag in zip(flags, key[len(columns):])}
+        values: dict = {
+            name: (dictionaries[j][code] if code >= 0 else None)
+            for j, ((name, _), code) in enumerate(zip(columns, key))
+        }
+        flagged = {name: bool(flag) for (name, _), flag in zip(flags, key[len(columns) :])}
         yield values, flagged, indices.astype(np.int64)

@@ -5,6 +5,7 @@ matches when any address-looking run in it (found with the reference's prefix hi
 `d.`, `dd.`, `ddd.` for IPv4; `h:`, `::h`, ... for IPv6) falls inside the pattern.
 Address parsing has no Arrow kernel, so matching runs once per distinct text.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -64,10 +65,13 @@ def _span(data: bytes, start: int, charset: frozenset[int]) -> int:
 
 def _ipv6_hint(d: bytes, i: int) -> bool:
     a, b, c, e, f = d[i], d[i + 1], d[i + 2], d[i + 3], d[i + 4]
-    return ((a == 58 and b == 58 and c in _HEX) or (a in _HEX and b == 58)
-            or (a in _HEX and b in _HEX and c == 58)
-            or (a in _HEX and b in _HEX and c in _HEX and e == 58)
-            or (a in _HEX and b in _HEX and c in _HEX and e in _HEX and f == 58))
+    return (
+        (a == 58 and b == 58 and c in _HEX)
+        or (a in _HEX and b == 58)
+        or (a in _HEX and b in _HEX and c == 58)
+        or (a in _HEX and b in _HEX and c in _HEX and e == 58)
+        or (a in _HEX and b in _HEX and c in _HEX and e in _HEX and f == 58)
+    )
 
 
 def text_contains_ip(text: str, predicate: Callable[[Address], bool]) -> bool:
@@ -83,7 +87,7 @@ def text_contains_ip(text: str, predicate: Callable[[Address], bool]) -> bool:
             charset = _IPV6_CHARS
         if charset is not None:
             length = _span(data, i, charset)
-            ip = _parse_address(data[i:i + length])
+            ip = _parse_address(data[i : i + length])
             if ip is not None and predicate(ip):
                 return True
             i += length
@@ -95,6 +99,5 @@ def ip_mask(values: pa.Array, pattern: str) -> pa.Array:
     """True where the text holds an address matching the pattern (null where values is null)."""
     predicate = parse_ip_pattern(pattern)
     encoded = pc.dictionary_encode(values)
-    hits = [text_contains_ip(text, predicate) if text else False
-            for text in encoded.dictionary.to_pylist()]
+    hits = [text_contains_ip(text, predicate) if text else False for text in encoded.dictionary.to_pylist()]
     return pc.take(pa.array(hits, pa.bool_()), encoded.indices)

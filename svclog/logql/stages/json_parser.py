@@ -13,6 +13,7 @@ JSON decoding has no Arrow kernel: it is a per-entry loop (C `json.loads` fast p
 with the engine's hints only the wanted fields become columns, and a line none of
 whose fields are wanted is only checked for errors.
 """
+
 from __future__ import annotations
 
 import functools
@@ -69,8 +70,10 @@ class _Output(dict):
     def put(self, name: str, value: str) -> None:
         self.size += len(name) + len(value)
         if self.size > MAX_EXTRACTED:
-            raise LimitError(f"json parser: the labels extracted from one line exceed the limit of "
-                             f"{MAX_EXTRACTED} characters (nested keys prefix every label below them)")
+            raise LimitError(
+                f"json parser: the labels extracted from one line exceed the limit of "
+                f"{MAX_EXTRACTED} characters (nested keys prefix every label below them)"
+            )
         self[name] = value
 
 
@@ -151,7 +154,9 @@ _JSON_WS = r"[ \t\n\r]*"
 _JSON_STRING = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt])*"'
 _JSON_NUMBER = r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?(?:[eE][+-]?[0-9]{1,2})?"
 _JSON_MEMBER = rf"{_JSON_STRING}{_JSON_WS}:{_JSON_WS}(?:{_JSON_STRING}|{_JSON_NUMBER}|true|false|null)"
-FLAT_OBJECT = rf"^{_JSON_WS}\{{{_JSON_WS}(?:{_JSON_MEMBER}(?:{_JSON_WS},{_JSON_WS}{_JSON_MEMBER})*)?{_JSON_WS}\}}{_JSON_WS}$"
+FLAT_OBJECT = (
+    rf"^{_JSON_WS}\{{{_JSON_WS}(?:{_JSON_MEMBER}(?:{_JSON_WS},{_JSON_WS}{_JSON_MEMBER})*)?{_JSON_WS}\}}{_JSON_WS}$"
+)
 
 
 class JsonParserStage:
@@ -205,8 +210,11 @@ class JsonParserStage:
             return None
         renamed = batch.origin.names() + sorted(batch.metadata_names)  # keys that may get `_extracted`
         wanted = {name for name in self.only if name not in batch.origin}
-        wanted |= {name[:-len(EXTRACTED_SUFFIX)] for name in self.only
-                   if name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in renamed}
+        wanted |= {
+            name[: -len(EXTRACTED_SUFFIX)]
+            for name in self.only
+            if name.endswith(EXTRACTED_SUFFIX) and name[: -len(EXTRACTED_SUFFIX)] in renamed
+        }
         return frozenset(wanted)
 
     def _extract(self, batch: LogBatch) -> LogBatch:
@@ -214,8 +222,7 @@ class JsonParserStage:
         bad = [bool(line) and line[0] not in '"{[' for line in lines]
         parsed = pa.array([bool(line) and not b for line, b in zip(lines, bad)])
         for label, path in self.params:
-            values = [None if not line or bad[i] else _path_value(line, path)
-                      for i, line in enumerate(lines)]
+            values = [None if not line or bad[i] else _path_value(line, path) for i, line in enumerate(lines)]
             target = label + EXTRACTED_SUFFIX if label in batch.origin else label
             batch.set_parser_label(target, pa.array(values, pa.string()))
             if label not in batch.stream:

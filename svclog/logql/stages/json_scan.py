@@ -6,6 +6,7 @@ ignored, and nested values are located by bracket counting. Parsers try the stri
 C `json.loads` first and fall back to this walker only when it fails, so valid lines
 stay fast and invalid ones keep the reference's partial results and messages.
 """
+
 from __future__ import annotations
 
 import json
@@ -105,7 +106,7 @@ def read_value(text: str, pos: int) -> tuple[str, str, int]:
         end = _string_end(text, pos + 1)
         if end < 0:
             raise JsonScanError(STRING_ERROR)
-        return STRING, text[pos + 1:end - 1], end
+        return STRING, text[pos + 1 : end - 1], end
     if ch in "{[":
         end = _block_end(text, pos, ch, "}" if ch == "{" else "]")
         if end < 0:
@@ -148,7 +149,7 @@ def each_field(text: str) -> Iterator[tuple[str, str, str]]:
         end = _string_end(text, pos + 1)
         if end < 0:
             raise JsonScanError(MALFORMED_JSON)
-        key = unescape(text[pos + 1:end - 1])
+        key = unescape(text[pos + 1 : end - 1])
         pos = _skip(text, end)
         if pos >= len(text) or text[pos] != ":":
             raise JsonScanError(MALFORMED_JSON)

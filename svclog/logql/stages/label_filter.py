@@ -10,6 +10,7 @@ Semantics of the reference, evaluated column-wise:
 - `or` evaluates its right side only where the left side failed, `and` evaluates both,
   so the error recorded by a conversion follows the reference's evaluation order.
 """
+
 from __future__ import annotations
 
 from functools import singledispatch
@@ -29,8 +30,14 @@ from svclog.logql.stages.ip import ip_mask, parse_ip_pattern
 from svclog.logql.stages.line_filter import check_regex
 from svclog.model import Matcher, MatchType, ParseError
 
-_COMPARE = {"==": pc.equal, "!=": pc.not_equal, ">": pc.greater, ">=": pc.greater_equal,
-            "<": pc.less, "<=": pc.less_equal}
+_COMPARE = {
+    "==": pc.equal,
+    "!=": pc.not_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+}
 
 
 def anchored(regex: str) -> str:

@@ -6,6 +6,7 @@ As in the reference, every template of one stage sees the labels as they were wh
 the stage's first template ran (renames before it included). A template error
 records `TemplateFormatErr` and leaves the destination untouched.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa

@@ -6,6 +6,7 @@ Substrings and regexes are pyarrow.compute kernels (RE2, the dialect LogQL uses;
 regexes are unanchored); `ip("...")` operands and patterns go through ip.py and
 pattern_parser.py.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa

@@ -6,6 +6,7 @@ The template sees every label of the entry (stream, structured metadata, parsed,
 with the error text. Go templates have no Arrow kernel: rendering is a per-entry
 loop, cached by the values the template can observe when those are known.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,8 +60,9 @@ class Renderer:
         if referenced is not None and not _WHOLE_MAP.search(text):
             self.keys = sorted(referenced())
 
-    def render(self, rows: list[dict[str, str]], lines: list[str], ts: list[int]
-               ) -> tuple[list[str | None], list[str | None]]:
+    def render(
+        self, rows: list[dict[str, str]], lines: list[str], ts: list[int]
+    ) -> tuple[list[str | None], list[str | None]]:
         from svclog.logql.template import TemplateExecError
 
         out: list[str | None] = []
@@ -69,8 +71,11 @@ class Renderer:
         for row, line, stamp in zip(rows, lines, ts):
             key = None
             if self.keys is not None:
-                key = (tuple(row.get(k) for k in self.keys),
-                       line if self.uses_line else None, stamp if self.uses_ts else None)
+                key = (
+                    tuple(row.get(k) for k in self.keys),
+                    line if self.uses_line else None,
+                    stamp if self.uses_ts else None,
+                )
                 hit = cache.get(key)
                 if hit is not None:
                     out.append(hit[0])

@@ -14,6 +14,7 @@ whole prefix), so a key costs two passes on the common line:
 
 Lines failing (1) go to the slower exact kernels of logfmt_parser, or to the scanner.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,8 +24,7 @@ _WS = r"\x00-\x20"  # the decoder's separators (a class body)
 _NOT_QUOTED = r'"\\\x{FFFD}'  # what plain quoted values never hold (a class body)
 _BARE = rf'[^{_WS}="\x{{FFFD}}]'  # a plain unquoted value's characters
 _KEY_START, _KEY_CHARS = "A-Za-z_", "A-Za-z0-9_"
-_CLASS_CHARS = {"A-Z": "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "a-z": "abcdefghijklmnopqrstuvwxyz", "0-9": "0123456789",
-                "_": "_"}
+_CLASS_CHARS = {"A-Z": "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "a-z": "abcdefghijklmnopqrstuvwxyz", "0-9": "0123456789", "_": "_"}
 CLEAN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 # A captured value: quoted (without its quotes) or bare; `matched_value` picks the one that matched.
@@ -53,9 +53,13 @@ def _quoted_without(key: str) -> str:
     away (`away`) or ends part-way into the key (`partial`)."""
     esc = re.escape
     again = "|".join([f"[{_WS}]"] + [esc(key[:i]) + f"[{_WS}]" for i in range(1, len(key) + 1)])
-    away = "|".join([f"[^{_NOT_QUOTED}{_WS}{esc(key[0])}]"]
-                    + [esc(key[:i]) + f"[^{_NOT_QUOTED}{_WS}{esc(key[i]) if i < len(key) else '='}]"
-                       for i in range(1, len(key) + 1)])
+    away = "|".join(
+        [f"[^{_NOT_QUOTED}{_WS}{esc(key[0])}]"]
+        + [
+            esc(key[:i]) + f"[^{_NOT_QUOTED}{_WS}{esc(key[i]) if i < len(key) else '='}]"
+            for i in range(1, len(key) + 1)
+        ]
+    )
     partial = "".join(f"(?:{esc(c)}" for c in key) + ")?" * len(key)
     return f"(?:[^{_NOT_QUOTED}{_WS}]|[{_WS}](?:{again})*(?:{away}))*(?:[{_WS}](?:{again})*{partial})?"
 

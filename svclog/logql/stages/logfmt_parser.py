@@ -12,6 +12,7 @@ The full parse is a per-entry loop, stepping token by token with compiled regexe
 When the engine's hints name the few labels a query can observe, plain lines are read
 with RE2 kernels instead (see `_process_only`).
 """
+
 from __future__ import annotations
 
 import re
@@ -165,7 +166,7 @@ class LogfmtParserStage:
     def _process_only(self, batch: LogBatch) -> LogBatch:
         line, origin = batch.line, batch.origin
         renamed = origin.names() + sorted(batch.metadata_names)  # keys that may get `_extracted`
-        if any(name.endswith(EXTRACTED_SUFFIX) and name[:-len(EXTRACTED_SUFFIX)] in renamed for name in self.only):
+        if any(name.endswith(EXTRACTED_SUFFIX) and name[: -len(EXTRACTED_SUFFIX)] in renamed for name in self.only):
             return self._process_all(batch)  # two line keys (`x`, `x_extracted`) give that label
         wanted = [(name, _raw_key(name, origin)) for name in sorted(self.only)]
         columns: dict[str, pa.Array] = {}
@@ -192,8 +193,10 @@ class LogfmtParserStage:
     def _read_exactly(self, line: pa.Array, names: list[str], origin) -> dict[str, pa.Array]:
         """The slower exact reading: plain lines with the one-key kernels of `_extract`, the
         others with the scanner."""
-        plain = pc.fill_null(pc.and_(pc.match_substring_regex(line, _PLAIN_LINE),
-                                     pc.invert(pc.match_substring(line, _RUNE_ERROR))), False)
+        plain = pc.fill_null(
+            pc.and_(pc.match_substring_regex(line, _PLAIN_LINE), pc.invert(pc.match_substring(line, _RUNE_ERROR))),
+            False,
+        )
         rest = pc.invert(plain)
         rest_rows = np.flatnonzero(rest.to_numpy(zero_copy_only=False))
         scanned = self._scan_rows(line.take(rest_rows).to_pylist(), origin) if len(rest_rows) else {}
@@ -202,8 +205,9 @@ class LogfmtParserStage:
             key = _raw_key(name, origin)
             values = _extract_plain(line, key) if key is not None else pa.nulls(len(line), pa.string())
             if len(rest_rows):
-                values = pc.replace_with_mask(values, rest, pa.array(scanned.get(name, [None] * len(rest_rows)),
-                                                                     pa.string()))
+                values = pc.replace_with_mask(
+                    values, rest, pa.array(scanned.get(name, [None] * len(rest_rows)), pa.string())
+                )
             out[name] = values
         return out
 
@@ -280,11 +284,12 @@ def _extract_plain(line: pa.Array, key: str) -> pa.Array:
     """The key's value on plain lines. Where `key=` follows a separator once, the first match
     is the token when the line has one (`_token_pattern`); lines with several occurrences
     take the exact (slower) pattern."""
-    value = pc.if_else(pc.match_substring_regex(line, _token_pattern(key)),
-                       _matched_value(pc.extract_regex(line, _first_value_pattern(key))),
-                       pa.scalar(None, pa.string()))
-    several = pc.fill_null(pc.greater(pc.count_substring_regex(line, rf"(?:^|{_WS}){re.escape(key)}="), 1),
-                           False)
+    value = pc.if_else(
+        pc.match_substring_regex(line, _token_pattern(key)),
+        _matched_value(pc.extract_regex(line, _first_value_pattern(key))),
+        pa.scalar(None, pa.string()),
+    )
+    several = pc.fill_null(pc.greater(pc.count_substring_regex(line, rf"(?:^|{_WS}){re.escape(key)}="), 1), False)
     if pc.any(several).as_py():
         rows = np.flatnonzero(several.to_numpy(zero_copy_only=False))
         exact = _matched_value(pc.extract_regex(line.take(rows), _value_pattern(key)))
@@ -299,8 +304,9 @@ def _read_key(line: pa.Array, key: str) -> tuple[pa.Array, np.ndarray]:
     single_rows = single.to_numpy(zero_copy_only=False)
     values = pa.nulls(len(line), pa.string())
     if single_rows.any():
-        values = pc.if_else(single, _matched_value(pc.extract_regex(line, kernels.value_after_space_pattern(key))),
-                            values)
+        values = pc.if_else(
+            single, _matched_value(pc.extract_regex(line, kernels.value_after_space_pattern(key))), values
+        )
         at_start = pc.and_(single, pc.fill_null(pc.starts_with(line, key + "="), False))
         if pc.any(at_start).as_py():
             rows = np.flatnonzero(at_start.to_numpy(zero_copy_only=False))

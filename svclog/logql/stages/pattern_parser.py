@@ -8,6 +8,7 @@ The filter form (`|>`) is stricter: no empty captures and a trailing literal mus
 end the line. Both walk each line with `str.find`; a greedy first-occurrence walk
 has no regex equivalent, so it is a per-entry loop over distinct lines.
 """
+
 from __future__ import annotations
 
 import re
@@ -36,7 +37,7 @@ class Pattern:
         pos = 0
         for m in _CAPTURE.finditer(text):
             if m.start() > pos:
-                parts.append((False, text[pos:m.start()]))
+                parts.append((False, text[pos : m.start()]))
             parts.append((True, m.group(1)))
             pos = m.end()
         if pos < len(text):
@@ -65,7 +66,7 @@ class Pattern:
         if not parts[0][0]:
             if not line.startswith(parts[0][1]):
                 return []
-            line = line[len(parts[0][1]):]
+            line = line[len(parts[0][1]) :]
             parts = parts[1:]
         out: list[str] = []
         while parts:
@@ -83,7 +84,7 @@ class Pattern:
                 return out
             if name != "_":
                 out.append(line[:i])
-            line = line[i + len(literal):]
+            line = line[i + len(literal) :]
         return out
 
     def test(self, line: str) -> bool:
@@ -104,8 +105,7 @@ class Pattern:
 def pattern_line_mask(lines: pa.Array, text: str) -> pa.Array:
     """`|> "pattern"` per line (a filter pattern needs no named capture)."""
     pattern = Pattern.parse(text, need_capture=False)
-    return pa.array([pattern.test(line) if line is not None else False
-                     for line in lines.to_pylist()], pa.bool_())
+    return pa.array([pattern.test(line) if line is not None else False for line in lines.to_pylist()], pa.bool_())
 
 
 class PatternParserStage:
@@ -122,4 +122,3 @@ class PatternParserStage:
             target = name + EXTRACTED_SUFFIX if name in batch.origin else name
             batch.set_parser_label(target, pa.array(values, pa.string()))
         return batch
-

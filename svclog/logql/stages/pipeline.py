@@ -5,6 +5,7 @@ batch and returns the surviving entries (filters) or the batch with new labels o
 lines (parsers, formatters). Construction validates what the parser could not
 (regexes, ip patterns, templates) and raises ParseError.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -76,8 +77,10 @@ def build_pipeline(stages: tuple[ast.Stage, ...], parser_labels: frozenset[str] 
     if parser_labels is None:
         processors = [build_stage(stage) for stage in stages]
     else:
-        processors = [_HINTED[type(stage)](stage, only=parser_labels) if type(stage) in _HINTED
-                      else build_stage(stage) for stage in stages]
+        processors = [
+            _HINTED[type(stage)](stage, only=parser_labels) if type(stage) in _HINTED else build_stage(stage)
+            for stage in stages
+        ]
     return Pipeline(_filters_before_parsers(stages, processors))
 
 
@@ -136,5 +139,7 @@ class FiltersFirst:
         return self.filters.process(self.parser.process(batch))
 
 
-_HINTED: dict[type, Callable[..., StageProcessor]] = {ast.LogfmtParser: LogfmtParserStage,
-                                                       ast.JsonParser: JsonParserStage}
+_HINTED: dict[type, Callable[..., StageProcessor]] = {
+    ast.LogfmtParser: LogfmtParserStage,
+    ast.JsonParser: JsonParserStage,
+}

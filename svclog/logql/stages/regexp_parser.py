@@ -6,6 +6,7 @@ line that does not match passes through unchanged. A group named like a stream l
 of the reference's 3.7 release does. `pc.extract_regex` (RE2) does the
 work; it rejects unnamed groups, so those are rewritten as non-capturing first.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,7 +29,7 @@ def uncapture_unnamed(pattern: str) -> str:
     while i < n:
         ch = pattern[i]
         if ch == "\\":
-            out.append(pattern[i:i + 2])
+            out.append(pattern[i : i + 2])
             i += 2
             continue
         if in_class:

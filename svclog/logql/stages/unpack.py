@@ -6,6 +6,7 @@ other string fields become labels (a stream-label name gets `_extracted`); witho
 nothing changes. A line that is not an object gets `__error__=JSONParserErr`.
 JSON decoding is a per-entry loop (C `json.loads` fast path, lenient walker fallback).
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -29,8 +30,11 @@ def unpack_line(line: str) -> tuple[str | None, list[tuple[str, str]], str | Non
     obj = json_scan.loads_object(line)
     if obj is not None:
         entry = obj.get(PACKED_ENTRY_KEY)
-        fields = [(k, "" if _RUNE_ERROR in v else v) for k, v in obj.items()
-                  if k != PACKED_ENTRY_KEY and isinstance(v, str) and not isinstance(v, json_scan.RawNumber)]
+        fields = [
+            (k, "" if _RUNE_ERROR in v else v)
+            for k, v in obj.items()
+            if k != PACKED_ENTRY_KEY and isinstance(v, str) and not isinstance(v, json_scan.RawNumber)
+        ]
         packed = isinstance(entry, str) and not isinstance(entry, json_scan.RawNumber)
         return (entry if packed else None), fields, None
     entry: str | None = None

@@ -6,6 +6,7 @@
 Parsed once, compiled to closures, rendered per entry against a map[string]string
 of labels (missing labels read as ""), with Loki's function set.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -1,4 +1,5 @@
 """Typed errors of the template engine: one for parse time, one for execution."""
+
 from __future__ import annotations
 
 

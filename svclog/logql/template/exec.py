@@ -4,6 +4,7 @@ Statements compile to `run(st, dot) -> None` (appending to `st.out`), expression
 `ev(st, dot) -> value`. Semantics follow text/template with `missingkey=zero`
 over a map[string]string: a missing label is "", a missing JSON key is nil.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -13,7 +14,11 @@ from svclog.logql.template.errors import TemplateExecError
 from svclog.logql.template.functions import FUNCS
 from svclog.logql.template.gotime import GoTime
 from svclog.logql.template.limits import (
-    MAX_OUTPUT, MAX_RANGE_ITERATIONS, TemplateLimitError, check_iterations, check_output,
+    MAX_OUTPUT,
+    MAX_RANGE_ITERATIONS,
+    TemplateLimitError,
+    check_iterations,
+    check_output,
 )
 from svclog.logql.template.parser import Parsed
 from svclog.logql.template.values import GoInt64, format_v, truth, type_name
@@ -69,8 +74,11 @@ def _check(v: object, kind: str) -> object:
     if kind == "any":
         return v
     t = type(v)
-    if (kind == "str" and t is str) or (kind == "int" and t is int) or (kind == "float" and t is float) or (
-        kind == "time" and t is GoTime
+    if (
+        (kind == "str" and t is str)
+        or (kind == "int" and t is int)
+        or (kind == "float" and t is float)
+        or (kind == "time" and t is GoTime)
     ):
         return v
     if v is None:
@@ -112,7 +120,7 @@ class Compiler:
         before = self.text[: cmd.pos]
         line = before.count("\n") + 1
         col = cmd.pos - (before.rfind("\n") + 1)
-        return f"template: {self.name}:{line}:{col}: executing \"{self.name}\" at <{cmd.src}>: "
+        return f'template: {self.name}:{line}:{col}: executing "{self.name}" at <{cmd.src}>: '
 
     # -- statements ----------------------------------------------------
     def block(self, nodes: tuple[n.Node, ...]) -> Run:
@@ -133,19 +141,25 @@ class Compiler:
         if isinstance(node, n.Action):
             pipe = self.pipe(node.pipe)
             if node.pipe.decl:
+
                 def declare(st: State, dot: object) -> None:
                     pipe(st, dot)
+
                 return declare
             return lambda st, dot: st.emit(print_value(pipe(st, dot)))
         if isinstance(node, n.Branch):
             return self.range_(node) if node.kind == "range" else self.if_with(node)
         if isinstance(node, n.Break):
+
             def brk(st: State, dot: object) -> None:
                 raise _Break
+
             return brk
         if isinstance(node, n.Continue):
+
             def cont(st: State, dot: object) -> None:
                 raise _Continue
+
             return cont
         if isinstance(node, n.TemplateCall):
             return self.template_call(node)

@@ -3,6 +3,7 @@
 `and`/`or` short-circuit and so live in the executor. Comparisons follow Go's
 basic kinds: bool, int, float, string; mixing kinds is an error, not false.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -139,8 +140,14 @@ def _eval_args(args: tuple[object, ...]) -> str:
 
 def html_escape(*args: object) -> str:
     s = _eval_args(args)
-    return (s.replace("&", "&amp;").replace("'", "&#39;").replace("<", "&lt;")
-            .replace(">", "&gt;").replace('"', "&#34;").replace("\x00", "\ufffd"))
+    return (
+        s.replace("&", "&amp;")
+        .replace("'", "&#39;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&#34;")
+        .replace("\x00", "\ufffd")
+    )
 
 
 _JS = {"\\": "\\\\", "'": "\\'", '"': '\\"', "<": "\\u003C", ">": "\\u003E", "&": "\\u0026", "=": "\\u003D"}

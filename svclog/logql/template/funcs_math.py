@@ -3,6 +3,7 @@
 Integer math works on int64 after a lenient cast (bad input counts as 0); the `f`
 variants go through exact decimals like Sprig, so `addf 0.1 0.2` is 0.3.
 """
+
 from __future__ import annotations
 
 import math

@@ -2,6 +2,7 @@
 
 Each function takes already type-checked arguments in Go parameter order.
 """
+
 from __future__ import annotations
 
 import base64
@@ -12,8 +13,10 @@ from svclog.logql.template.goregex import count_matches, replace_all
 from svclog.logql.template.limits import check_output
 
 # unicode.IsSpace: what strings.TrimSpace trims and strings.Title splits on.
-GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+GO_SPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     "\u2028\u2029\u202f\u205f\u3000"
+)
 _URL_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
 
 
@@ -171,7 +174,7 @@ def url_decode(s: str) -> str:
         if c == "%":
             h = s[i + 1 : i + 3]
             if len(h) < 2 or not all(x in "0123456789abcdefABCDEF" for x in h):
-                raise ValueError(f'invalid URL escape "{s[i:i + 3]}"')
+                raise ValueError(f'invalid URL escape "{s[i : i + 3]}"')
             out.append(int(h, 16))
             i += 3
             continue

@@ -1,4 +1,5 @@
 """Date and time template functions (Sprig `date`/`toDate`/`now`/`unixEpoch`, Loki additions)."""
+
 from __future__ import annotations
 
 from svclog.logql.template.gotime import (

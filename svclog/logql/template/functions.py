@@ -3,6 +3,7 @@
 Each entry declares Go parameter kinds so arguments are type-checked as Go's
 reflection-based calls do ("str", "int", "float", "time" or "any").
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -44,9 +45,7 @@ for _name, (_fn, _params, _var) in {**BUILTIN_FUNCS, **MATH_FUNCS}.items():
     FUNCS[_name] = Func(_fn, _params, _var)  # type: ignore[arg-type]
 for _name, (_fn, _params) in {**TEXT_FUNCS, **TIME_FUNCS}.items():
     FUNCS[_name] = Func(_fn, _params)  # type: ignore[arg-type]
-FUNCS["default"] = Func(
-    lambda d, *given: d if not given or _empty(given[0]) else given[0], ("any",), "any"
-)
+FUNCS["default"] = Func(lambda d, *given: d if not given or _empty(given[0]) else given[0], ("any",), "any")
 
 
 def _empty(v: object) -> bool:

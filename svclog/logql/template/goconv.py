@@ -1,15 +1,24 @@
 """Go strconv-style number parsing (ParseInt with base 0, ParseFloat), used by literals and casts."""
+
 from __future__ import annotations
 
 import re
 
-_INT_DIGITS = re.compile(r"[+-]?(?:0[xX]_?[0-9a-fA-F]+(?:_[0-9a-fA-F]+)*|0[oO]_?[0-7]+(?:_[0-7]+)*"
-                         r"|0[bB]_?[01]+(?:_[01]+)*|[0-9]+(?:_[0-9]+)*)")
+_INT_DIGITS = re.compile(
+    r"[+-]?(?:0[xX]_?[0-9a-fA-F]+(?:_[0-9a-fA-F]+)*|0[oO]_?[0-7]+(?:_[0-7]+)*"
+    r"|0[bB]_?[01]+(?:_[01]+)*|[0-9]+(?:_[0-9]+)*)"
+)
 _DEC_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _HEX_FLOAT = re.compile(r"[+-]?0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+")
-_SPECIAL = {"inf": float("inf"), "+inf": float("inf"), "-inf": float("-inf"),
-            "infinity": float("inf"), "+infinity": float("inf"), "-infinity": float("-inf"),
-            "nan": float("nan")}
+_SPECIAL = {
+    "inf": float("inf"),
+    "+inf": float("inf"),
+    "-inf": float("-inf"),
+    "infinity": float("inf"),
+    "+infinity": float("inf"),
+    "-infinity": float("-inf"),
+    "nan": float("nan"),
+}
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 

@@ -3,6 +3,7 @@
 Follows fmt's conversion behaviour: a verb that does not fit the operand prints
 `%!d(string=x)`, missing operands `%!d(MISSING)`, extra ones `%!(EXTRA type=value)`.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,6 +14,7 @@ from svclog.gocompat.strconv import quote_rune as _quote_rune
 from svclog.logql.template.gotime import GoTime
 from svclog.logql.template.limits import check_output
 from svclog.logql.template.values import GoInt64, format_float_shortest, format_v, type_name
+
 
 def sprint(args: list[object]) -> str:
     """fmt.Sprint: spaces between operands when neither side is a string."""
@@ -70,8 +72,12 @@ def _fmt_int(v: int, spec: _Spec) -> str:
             body += f" '{chr(v)}'"
         return _pad(body, spec, False)
     base = {"d": 10, "v": 10, "b": 2, "o": 8, "O": 8, "x": 16, "X": 16}[verb]
-    digits = {10: str, 2: lambda x: format(x, "b"), 8: lambda x: format(x, "o"),
-              16: lambda x: format(x, "x" if verb == "x" else "X")}[base](abs(v))
+    digits = {
+        10: str,
+        2: lambda x: format(x, "b"),
+        8: lambda x: format(x, "o"),
+        16: lambda x: format(x, "x" if verb == "x" else "X"),
+    }[base](abs(v))
     if spec.prec is not None:
         digits = "" if spec.prec == 0 and v == 0 else digits.rjust(spec.prec, "0")
     prefix = ""

@@ -3,6 +3,7 @@
 Replacement uses Go's `$1`/`${name}` expansion and Go's rule for empty matches next to a
 previous match.
 """
+
 from __future__ import annotations
 
 import re

@@ -3,6 +3,7 @@
 Calendar math is done on day numbers (proleptic Gregorian, any year) so that Go's
 zero time (year 1) and year-0 parse defaults work, and formatting needs no datetime.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,20 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _NS = 1_000_000_000
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-           "September", "October", "November", "December")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 _DAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
 _DAYS_IN = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
@@ -92,8 +105,7 @@ ZERO_TIME = GoTime(days_from_civil(1, 1, 1) * 86400 * _NS, UTC)
 
 
 # -- layouts ------------------------------------------------------------------
-_ZONE_CODES = ("-070000", "-07:00:00", "-0700", "-07:00", "-07",
-               "Z070000", "Z07:00:00", "Z0700", "Z07:00", "Z07")
+_ZONE_CODES = ("-070000", "-07:00:00", "-0700", "-07:00", "-07", "Z070000", "Z07:00:00", "Z0700", "Z07:00", "Z07")
 
 
 def _std_at(layout: str, i: int) -> tuple[object, int] | None:
@@ -256,13 +268,13 @@ def _num(value: str, fixed: int, maxlen: int = 2) -> tuple[int, str]:
     m = re.match(rf"\d{{1,{maxlen}}}", value)
     if not m or (fixed and len(m.group()) < fixed):
         raise _Bad
-    return int(m.group()), value[m.end():]
+    return int(m.group()), value[m.end() :]
 
 
 def _lookup(value: str, names: tuple[str, ...]) -> tuple[int, str]:
     for idx, name in enumerate(names):
         if value[: len(name)].lower() == name.lower():
-            return idx, value[len(name):]
+            return idx, value[len(name) :]
     raise _Bad
 
 
@@ -271,15 +283,18 @@ def _parse_offset(code: str, value: str) -> tuple[int, str]:
         return 0, value[1:]
     body = code[1:]
     m = {
-        "07": r"([+-])(\d\d)()()", "0700": r"([+-])(\d\d)(\d\d)()", "07:00": r"([+-])(\d\d):(\d\d)()",
-        "070000": r"([+-])(\d\d)(\d\d)(\d\d)", "07:00:00": r"([+-])(\d\d):(\d\d):(\d\d)",
+        "07": r"([+-])(\d\d)()()",
+        "0700": r"([+-])(\d\d)(\d\d)()",
+        "07:00": r"([+-])(\d\d):(\d\d)()",
+        "070000": r"([+-])(\d\d)(\d\d)(\d\d)",
+        "07:00:00": r"([+-])(\d\d):(\d\d):(\d\d)",
     }[body]
     match = re.match(m, value)
     if not match:
         raise _Bad
     sign, hh, mm, ss = match.groups()
     off = int(hh) * 3600 + int(mm or 0) * 60 + int(ss or 0)
-    return (-off if sign == "-" else off), value[match.end():]
+    return (-off if sign == "-" else off), value[match.end() :]
 
 
 class _Parsed:
@@ -301,7 +316,7 @@ def _frac(value: str, width: int | None) -> tuple[int, str]:
     if not m or (width is not None and len(m.group(1)) < width):
         raise _Bad
     digits = m.group(1) if width is None else m.group(1)[:width]
-    return int(digits.ljust(9, "0")[:9]), value[1 + len(digits):]
+    return int(digits.ljust(9, "0")[:9]), value[1 + len(digits) :]
 
 
 def _parse_date_elem(code: str, value: str, p: _Parsed) -> str:
@@ -356,7 +371,7 @@ def _parse_clock_elem(code: object, value: str, p: _Parsed, frac_next: bool) -> 
         m = re.match(r"[A-Z]{3,5}", value)
         if not m:
             raise _Bad
-        p.zone_name, value = m.group(), value[m.end():]
+        p.zone_name, value = m.group(), value[m.end() :]
     else:
         p.offset, value = _parse_offset(code, value)  # type: ignore[arg-type]
     return value
@@ -401,8 +416,11 @@ def _build_time(p: _Parsed, loc: Zone) -> GoTime:
         zone = loc if loc.lookup(secs)[0] == p.offset else Zone("", p.offset, "")
     elif p.zone_name is not None:
         # A known abbreviation of the location keeps it; others get offset 0 under that name.
-        zone = loc if loc.lookup(wall)[1] == p.zone_name else (
-            UTC if p.zone_name == "UTC" else Zone(p.zone_name, 0, p.zone_name))
+        zone = (
+            loc
+            if loc.lookup(wall)[1] == p.zone_name
+            else (UTC if p.zone_name == "UTC" else Zone(p.zone_name, 0, p.zone_name))
+        )
         secs = wall - zone.lookup(wall)[0]
     else:
         zone = loc

@@ -3,6 +3,7 @@
 Produces a flat token list; the parser consumes it. Token kinds follow Go's lexer
 (text, delimiters, identifiers, fields, variables, literals, punctuation).
 """
+
 from __future__ import annotations
 
 import re
@@ -11,9 +12,7 @@ from dataclasses import dataclass
 from svclog.logql.template.errors import TemplateError
 
 _SPACE = " \t\r\n"
-KEYWORDS = frozenset(
-    {"if", "else", "end", "range", "with", "define", "template", "block", "break", "continue"}
-)
+KEYWORDS = frozenset({"if", "else", "end", "range", "with", "define", "template", "block", "break", "continue"})
 # Go's scanNumber: sign, base prefix, digits, fraction, exponent, imaginary suffix.
 _NUMBER = re.compile(
     r"[+-]?(?:0[xX][0-9a-fA-F_]*(?:\.[0-9a-fA-F_]*)?(?:[pP][+-]?[0-9_]*)?"
@@ -21,7 +20,14 @@ _NUMBER = re.compile(
     r"|[0-9_]*(?:\.[0-9_]*)?(?:[eE][+-]?[0-9_]*)?)i?"
 )
 _SIMPLE_ESCAPES = {
-    "a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\",
+    "a": "\a",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
 }
 
 
@@ -141,7 +147,7 @@ class _Lexer:
             m = _NUMBER.match(text, i)
             end = m.end() if m and m.end() > i else i + 1
             if end < len(text) and _is_alnum(text[end]):
-                raise self.fail(i, f"bad number syntax: {text[i:end + 1]!r}")
+                raise self.fail(i, f"bad number syntax: {text[i : end + 1]!r}")
             return "number", end
         if _is_alnum(c):
             end = self._word(i)

@@ -7,6 +7,7 @@ one execution may iterate at most MAX_RANGE_ITERATIONS times; past either the qu
 with a 4xx naming the limit (the reference has no bound here, so there is no answer to match).
 Amplifiers check their size before building the string.
 """
+
 from __future__ import annotations
 
 from svclog.model import LimitError
@@ -21,11 +22,14 @@ class TemplateLimitError(LimitError):
 
 def check_output(what: str, size: int) -> None:
     if size > MAX_OUTPUT:
-        raise TemplateLimitError(f"template: {what} would produce {size} characters, "
-                                 f"over the limit of {MAX_OUTPUT} characters per template execution")
+        raise TemplateLimitError(
+            f"template: {what} would produce {size} characters, "
+            f"over the limit of {MAX_OUTPUT} characters per template execution"
+        )
 
 
 def check_iterations(count: int) -> None:
     if count > MAX_RANGE_ITERATIONS:
-        raise TemplateLimitError(f"template: range would iterate more than the limit of "
-                                 f"{MAX_RANGE_ITERATIONS} times per template execution")
+        raise TemplateLimitError(
+            f"template: range would iterate more than the limit of {MAX_RANGE_ITERATIONS} times per template execution"
+        )

@@ -1,4 +1,5 @@
 """Parse tree of a Go text/template: frozen, plain-data nodes (mirrors text/template/parse)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -104,8 +105,23 @@ class TemplateCall:
 
 
 Node = (
-    Text | Dot | Nil | Bool | String | Number | Field | Variable | Identifier | Chain
-    | Command | Pipe | Action | Branch | Break | Continue | TemplateCall
+    Text
+    | Dot
+    | Nil
+    | Bool
+    | String
+    | Number
+    | Field
+    | Variable
+    | Identifier
+    | Chain
+    | Command
+    | Pipe
+    | Action
+    | Branch
+    | Break
+    | Continue
+    | TemplateCall
 )
 
 

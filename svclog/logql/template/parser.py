@@ -1,4 +1,5 @@
 """Parser: tokens -> parse tree, with Go's parse-time checks (known functions, defined variables)."""
+
 from __future__ import annotations
 
 from collections.abc import Collection

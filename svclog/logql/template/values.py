@@ -3,6 +3,7 @@
 Mapping: string->str, bool->bool, int->int, int64->GoInt64, float64->float,
 nil->None, time.Time->GoTime, map->Mapping (keys sorted when printed), slice->list.
 """
+
 from __future__ import annotations
 
 import math

@@ -6,6 +6,7 @@ The syntax is PromQL's metric label set, as the reference parses it: names are
 allowed) and whitespace may appear between tokens. Labels with an empty value
 are dropped, because an empty value means "absent" in the data model.
 """
+
 from __future__ import annotations
 
 import re
@@ -24,8 +25,7 @@ _ESCAPE = re.compile(
     r"\\(?:([abfnrtv\\'\"])|x([0-9a-fA-F]{2})|([0-7]{3})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.?))",
     re.DOTALL,
 )
-_SIMPLE_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11,
-                   "\\": 92, "'": 39, '"': 34}
+_SIMPLE_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, "'": 39, '"': 34}
 
 
 class _LabelSyntaxError(Exception):
@@ -96,7 +96,7 @@ def _parse_pairs(text: str) -> list[tuple[str, str]]:
 
 
 def _parse_string(text: str, pos: int) -> tuple[str, int]:
-    pattern = _STRING.get(text[pos:pos + 1])
+    pattern = _STRING.get(text[pos : pos + 1])
     match = pattern.match(text, pos) if pattern else None
     if match is None:
         if pattern is not None:
@@ -113,7 +113,7 @@ def _unescape(body: str, offset: int) -> str:
     out = bytearray()
     last = 0
     for esc in _ESCAPE.finditer(body):
-        out += body[last:esc.start()].encode("utf-8", "surrogatepass")
+        out += body[last : esc.start()].encode("utf-8", "surrogatepass")
         simple, hex2, octal, uni4, uni8, bad = esc.groups()
         if simple is not None:
             out.append(_SIMPLE_ESCAPES[simple])

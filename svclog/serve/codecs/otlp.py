@@ -8,6 +8,7 @@ adds rules that index, keep as metadata or drop attributes by name or regex. As 
 input raises ValidationError and nothing else; semantic checks (limits,
 timestamps) stay in svclog.distributor.validate.
 """
+
 from __future__ import annotations
 
 import base64
@@ -81,6 +82,7 @@ INDEX_LABEL, STRUCTURED_METADATA, DROP = "index_label", "structured_metadata", "
 
 # ---------------------------------------------------------------- per-tenant otlp_config
 
+
 @dataclass(frozen=True)
 class AttributeRule:
     """One `attributes_config` entry: an action for attributes named in `attributes` or matching `regex`."""
@@ -107,19 +109,24 @@ def action_for(rules: tuple[AttributeRule, ...], name: str) -> str:
     return next((rule.action for rule in rules if rule.matches(name)), STRUCTURED_METADATA)
 
 
-def otlp_rules(config: Mapping[str, Any] | None,
-               default_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS) -> OtlpRules:
+def otlp_rules(
+    config: Mapping[str, Any] | None, default_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS
+) -> OtlpRules:
     """Parse an `otlp_config` block (raises ValueError or TypeError when malformed).
 
     Unless `resource_attributes.ignore_defaults`, the default index labels come first, so a
     tenant rule adds to them rather than overriding them; `index_label` is resource-only."""
     config = config or {}
-    _known_keys(config, ("resource_attributes", "scope_attributes", "log_attributes", "severity_text_as_label"),
-                "otlp_config")
+    _known_keys(
+        config, ("resource_attributes", "scope_attributes", "log_attributes", "severity_text_as_label"), "otlp_config"
+    )
     resource = config.get("resource_attributes") or {}
     _known_keys(resource, ("ignore_defaults", "attributes_config"), "otlp_config.resource_attributes")
-    defaults = () if resource.get("ignore_defaults") or not default_index_labels else (
-        AttributeRule(INDEX_LABEL, frozenset(default_index_labels)),)
+    defaults = (
+        ()
+        if resource.get("ignore_defaults") or not default_index_labels
+        else (AttributeRule(INDEX_LABEL, frozenset(default_index_labels)),)
+    )
     return OtlpRules(
         resource=defaults + _rules(resource.get("attributes_config"), "resource_attributes", index_ok=True),
         scope=_rules(config.get("scope_attributes"), "scope_attributes", index_ok=False),
@@ -139,8 +146,9 @@ def _rules(entries: Any, where: str, *, index_ok: bool) -> tuple[AttributeRule, 
         _known_keys(entry, ("action", "attributes", "regex"), f"otlp_config.{where}")
         action = entry.get("action")
         if action not in (INDEX_LABEL, STRUCTURED_METADATA, DROP):
-            raise ValueError(f"otlp_config.{where}: invalid action {action!r}: "
-                             "use index_label, structured_metadata or drop")
+            raise ValueError(
+                f"otlp_config.{where}: invalid action {action!r}: use index_label, structured_metadata or drop"
+            )
         if action == INDEX_LABEL and not index_ok:
             raise ValueError(f"otlp_config.{where}: {INDEX_LABEL} action is only supported for resource_attributes")
         names, pattern = entry.get("attributes") or [], entry.get("regex")
@@ -163,6 +171,7 @@ def _known_keys(block: Any, keys: tuple[str, ...], where: str) -> None:
 
 
 # ---------------------------------------------------------------- decoding
+
 
 def decode_otlp_logs(
     body: bytes,
@@ -193,8 +202,19 @@ def decode_otlp_logs(
         return mapper.map_request(request)
     except ValidationError:
         raise
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError,
-            RecursionError, MemoryError, zlib.error, DecodeError, json_format.Error) as err:
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        OverflowError,
+        RecursionError,
+        MemoryError,
+        zlib.error,
+        DecodeError,
+        json_format.Error,
+    ) as err:
         # Backstop for decoder edge cases; a client must see a 400, never a 500.
         raise ValidationError(f"invalid OTLP logs request body: {err}") from None
 
@@ -269,6 +289,7 @@ def _scrub_surrogates(value: Any) -> Any:
 
 # ---------------------------------------------------------------- mapping
 
+
 class _Mapper:
     """Turns one parsed request into streams; holds the per-request settings."""
 
@@ -326,8 +347,10 @@ class _Mapper:
             metadata.append(("dropped_attributes_count", str(record.dropped_attributes_count)))
         if record.flags:
             metadata.append(("flags", str(record.flags)))
-        for name, raw, size in (("trace_id", record.trace_id, _TRACE_ID_BYTES),
-                                ("span_id", record.span_id, _SPAN_ID_BYTES)):
+        for name, raw, size in (
+            ("trace_id", record.trace_id, _TRACE_ID_BYTES),
+            ("span_id", record.span_id, _SPAN_ID_BYTES),
+        ):
             if raw and len(raw) != size:
                 raise ValidationError(f"invalid OTLP log record: {name} must be {size} bytes, not {len(raw)}")
             if any(raw):  # an all-zero id means "no id"
@@ -343,8 +366,12 @@ class _Mapper:
 
 def _kept_pairs(attributes: Iterable[KeyValue], rules: tuple[AttributeRule, ...]) -> list[tuple[str, str]]:
     """Scope or log attributes as structured metadata, less those a `drop` rule names."""
-    return [pair for attribute in attributes if action_for(rules, attribute.key) != DROP
-            for pair in attribute_pairs(attribute.key, attribute.value)]
+    return [
+        pair
+        for attribute in attributes
+        if action_for(rules, attribute.key) != DROP
+        for pair in attribute_pairs(attribute.key, attribute.value)
+    ]
 
 
 def _scope_metadata(scope: InstrumentationScope, rules: tuple[AttributeRule, ...]) -> Pairs:
@@ -365,6 +392,7 @@ def _as_int64(nanos: int) -> int:
 
 # ---------------------------------------------------------------- attribute values
 
+
 def sanitize_name(name: str) -> str:
     """An attribute key as a label name: `service.name` -> `service_name`, `1a` -> `key_1a`."""
     if not name:
@@ -384,8 +412,9 @@ def attribute_pairs(key: str, value: AnyValue, prefix: str = "", depth: int = 0)
         return [(name, any_value_string(value))]
     if depth >= _MAX_NESTING:
         raise ValidationError("invalid OTLP attribute: values nested too deeply")
-    return [pair for item in value.kvlist_value.values
-            for pair in attribute_pairs(item.key, item.value, name, depth + 1)]
+    return [
+        pair for item in value.kvlist_value.values for pair in attribute_pairs(item.key, item.value, name, depth + 1)
+    ]
 
 
 def any_value_string(value: AnyValue) -> str:
@@ -420,8 +449,7 @@ def _go_json(value: AnyValue, depth: int) -> str:
     kind = value.WhichOneof("value")
     if kind == "kvlist_value":
         items = {item.key: item.value for item in value.kvlist_value.values}  # the last duplicate wins
-        return "{" + ",".join(f"{_go_string(key)}:{_go_json(items[key], depth + 1)}"
-                              for key in sorted(items)) + "}"
+        return "{" + ",".join(f"{_go_string(key)}:{_go_json(items[key], depth + 1)}" for key in sorted(items)) + "}"
     if kind == "array_value":
         return "[" + ",".join(_go_json(item, depth + 1) for item in value.array_value.values) + "]"
     if kind == "string_value":
@@ -459,6 +487,7 @@ def _go_float(number: float) -> str:
 
 
 # ---------------------------------------------------------------- responses and test helpers
+
 
 def encode_export_response(media_type: str) -> tuple[bytes, str]:
     """An empty ExportLogsServiceResponse in the encoding the request used."""

@@ -3,6 +3,7 @@
 Columns as API.md lists them: streams -> timestamp (UTC timestamp, ns), labels
 (map<string,string>), line; matrix and vector -> timestamp, labels, value (double).
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -31,8 +32,13 @@ def result_table(data: dict) -> pa.Table:
                 stamps.append(int(ts))
                 labels.append(pairs)
                 payload.append(line)
-        return pa.table({"timestamp": pa.array(stamps, _TS), "labels": pa.array(labels, _LABELS),
-                         "line": pa.array(payload, pa.string())})
+        return pa.table(
+            {
+                "timestamp": pa.array(stamps, _TS),
+                "labels": pa.array(labels, _LABELS),
+                "line": pa.array(payload, pa.string()),
+            }
+        )
     if kind == "scalar":
         result = [{"metric": {}, "value": result}]
     for series in result:
@@ -41,8 +47,13 @@ def result_table(data: dict) -> pa.Table:
             stamps.append(int(round(float(t) * 1e9)))
             labels.append(pairs)
             payload.append(_value(v))
-    return pa.table({"timestamp": pa.array(stamps, _TS), "labels": pa.array(labels, _LABELS),
-                     "value": pa.array(payload, pa.float64())})
+    return pa.table(
+        {
+            "timestamp": pa.array(stamps, _TS),
+            "labels": pa.array(labels, _LABELS),
+            "value": pa.array(payload, pa.float64()),
+        }
+    )
 
 
 def to_parquet(data: dict) -> bytes:

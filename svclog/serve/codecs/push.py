@@ -5,6 +5,7 @@ ValidationError: malformed input of any kind, including compression bombs,
 never escapes as another exception type. Semantic checks (label limits,
 timestamps, line sizes) belong to svclog.distributor.validate, not here.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,6 +38,7 @@ class PushTooLargeError(ValidationError):
 
 # ---------------------------------------------------------------- decoding
 
+
 def decode_push(
     body: bytes,
     content_type: str | None,
@@ -54,8 +56,18 @@ def decode_push(
         return _decode_protobuf(raw, max_decompressed_bytes)
     except ValidationError:
         raise
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError,
-            OverflowError, RecursionError, MemoryError, zlib.error, DecodeError) as err:
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        OverflowError,
+        RecursionError,
+        MemoryError,
+        zlib.error,
+        DecodeError,
+    ) as err:
         # Backstop for decoder edge cases; a client must see a 400, never a 500.
         raise ValidationError(f"invalid push request body: {err}") from None
 
@@ -105,9 +117,7 @@ def _inflate(body: bytes, wbits: int, limit: int, name: str) -> bytes:
         except zlib.error as err:
             raise ValidationError(f"{name}: invalid compressed body: {err}") from None
         if len(out) > limit:
-            raise PushTooLargeError(
-                f"decompressed push body larger than max ({limit} bytes)"
-            )
+            raise PushTooLargeError(f"decompressed push body larger than max ({limit} bytes)")
         if not inflater.eof:
             raise ValidationError(f"{name}: unexpected EOF")
         data = inflater.unused_data
@@ -116,6 +126,7 @@ def _inflate(body: bytes, wbits: int, limit: int, name: str) -> bytes:
 
 
 # ---------------------------------------------------------------- protobuf
+
 
 def _decode_protobuf(raw: bytes, limit: int) -> list[PushStream]:
     declared = _snappy_declared_length(raw)
@@ -175,6 +186,7 @@ def _stream_from_proto(stream: push_pb2.StreamAdapter) -> PushStream:
 
 # ---------------------------------------------------------------- JSON
 
+
 def _reject_constant(name: str) -> Any:
     raise ValidationError(f"invalid JSON value {name}")
 
@@ -212,14 +224,10 @@ def _stream_from_json(stream: Any) -> PushStream:
 
 def _entry_from_json(value: Any) -> Entry:
     if not isinstance(value, list) or not 2 <= len(value) <= 3:
-        raise ValidationError(
-            "invalid JSON push body: each value must be [\"<ns timestamp>\", \"<line>\", {metadata}?]"
-        )
+        raise ValidationError('invalid JSON push body: each value must be ["<ns timestamp>", "<line>", {metadata}?]')
     stamp, line = value[0], value[1]
     if not isinstance(stamp, str):
-        raise ValidationError(
-            "invalid JSON push body: timestamp must be a string of nanoseconds, not a number"
-        )
+        raise ValidationError("invalid JSON push body: timestamp must be a string of nanoseconds, not a number")
     if not _TS_STRING.fullmatch(stamp) or not _INT64_MIN <= int(stamp) <= _INT64_MAX:
         raise ValidationError(f"invalid JSON push body: cannot parse timestamp {stamp!r}")
     if not isinstance(line, str):
@@ -257,9 +265,7 @@ def _string_map(value: Any, what: str, *, required: bool = False) -> dict[str, s
     out = {}
     for key, item in value.items():
         if not isinstance(item, str):
-            raise ValidationError(
-                f"invalid JSON push body: {what} must map strings to strings; '{key}' does not"
-            )
+            raise ValidationError(f"invalid JSON push body: {what} must map strings to strings; '{key}' does not")
         out[_clean(key)] = _clean(item)
     return out
 
@@ -273,14 +279,14 @@ def _clean(text: str) -> str:
 
 # ---------------------------------------------------------------- encoding
 
+
 def encode_push_json(streams: list[PushStream]) -> bytes:
     payload = {
         "streams": [
             {
                 "stream": stream.labels.to_dict(),
                 "values": [
-                    [str(e.ts), e.line, dict(e.metadata)] if e.metadata else [str(e.ts), e.line]
-                    for e in stream.entries
+                    [str(e.ts), e.line, dict(e.metadata)] if e.metadata else [str(e.ts), e.line] for e in stream.entries
                 ],
             }
             for stream in streams

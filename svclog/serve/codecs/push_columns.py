@@ -6,6 +6,7 @@ surrogate scan over all lines) instead of an object per entry. Anything else (me
 legacy shapes, odd values, protobuf) goes through `decode_push`, which owns every error
 message; so both paths accept and reject exactly the same bodies.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,11 +24,13 @@ def to_columns(streams: list[PushStream]) -> list[StreamColumns]:
     return [StreamColumns.from_push(s) for s in streams]
 
 
-def decode_push_columns(body: bytes, content_type: str | None, content_encoding: str | None, *,
-                        max_decompressed_bytes: int) -> list[StreamColumns]:
+def decode_push_columns(
+    body: bytes, content_type: str | None, content_encoding: str | None, *, max_decompressed_bytes: int
+) -> list[StreamColumns]:
     if _media_type(content_type) != "application/json":
-        return to_columns(decode_push(body, content_type, content_encoding,
-                                      max_decompressed_bytes=max_decompressed_bytes))
+        return to_columns(
+            decode_push(body, content_type, content_encoding, max_decompressed_bytes=max_decompressed_bytes)
+        )
     raw = _decode_content_encoding(body, content_encoding, max_decompressed_bytes)
     try:
         # orjson: ~2.5x the standard decoder on push bodies. It refuses what the fast path

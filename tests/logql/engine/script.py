@@ -24,6 +24,7 @@
 Times are seconds (float allowed) since the epoch; values compare with a
 relative tolerance of 1e-9. A `load` block replaces the data of earlier ones.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 
 from svclog.model import NS, Labels
 
-_LABELS = re.compile(r'\s*\{(.*?)\}(?=\s|$)')
+_LABELS = re.compile(r"\s*\{(.*?)\}(?=\s|$)")
 _PAIR = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*("(?:[^"\\]|\\.)*")\s*,?')
 _SERIES_TIMES = re.compile(r"^(-?[0-9.]+)\+([0-9.]+)x([0-9]+)$")
 
@@ -51,7 +52,7 @@ def parse_labels(text: str) -> tuple[Labels, str]:
             raise ValueError(f"bad label set {{{body}}}")
         pairs[pair.group(1)] = json.loads(pair.group(2))
         pos = pair.end()
-    return Labels.from_dict(pairs), text[match.end():].strip()
+    return Labels.from_dict(pairs), text[match.end() :].strip()
 
 
 def seconds(text: str) -> int:
@@ -114,8 +115,9 @@ _HEADER_WORDS = {"at", "from", "to", "step", "limit", "direction", "interval"}
 
 def _parse_eval_header(words: list[str], line_no: int) -> EvalCommand:
     keyword, kind = words[0], words[1]
-    cmd = EvalCommand(kind=kind, query="", line_no=line_no, fail=keyword == "eval_fail",
-                      ordered=keyword == "eval_ordered")
+    cmd = EvalCommand(
+        kind=kind, query="", line_no=line_no, fail=keyword == "eval_fail", ordered=keyword == "eval_ordered"
+    )
     pos = 2
     while pos + 1 < len(words) and words[pos] in _HEADER_WORDS:
         key, value = words[pos], words[pos + 1]

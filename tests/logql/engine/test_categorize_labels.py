@@ -1,5 +1,6 @@
 """categorize-labels: log results keep stream labels apart from each entry's structured
 metadata and parsed labels, as the reference's encoding does."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -17,12 +18,19 @@ from svclog.logql.rewrite.plan import plan_query
 from svclog.model import NS, Labels
 
 API = {"app": "api", "level": "error"}
-SOURCE = MemorySource.from_dicts([
-    (API, [(10 * NS, '{"msg":"a","level":"error","code":"E1"}', {"trace_id": "t1", "customer_id": "c1"}),
-           (20 * NS, '{"msg":"b","level":"error","code":"E2"}', {"trace_id": "t2"}),
-           (30 * NS, 'not json', {})]),
-    ({"app": "cron"}, [(15 * NS, "tick", {}), (25 * NS, "tock", {})]),
-])
+SOURCE = MemorySource.from_dicts(
+    [
+        (
+            API,
+            [
+                (10 * NS, '{"msg":"a","level":"error","code":"E1"}', {"trace_id": "t1", "customer_id": "c1"}),
+                (20 * NS, '{"msg":"b","level":"error","code":"E2"}', {"trace_id": "t2"}),
+                (30 * NS, "not json", {}),
+            ],
+        ),
+        ({"app": "cron"}, [(15 * NS, "tick", {}), (25 * NS, "tock", {})]),
+    ]
+)
 PARAMS = QueryParams.for_range(0, 100 * NS, step=NS, direction="forward", limit=100)
 CATEGORIZED = replace(PARAMS, categorize_labels=True)
 
@@ -50,11 +58,16 @@ def test_structured_metadata_is_per_entry_and_does_not_split_streams():
 
 def test_parsed_labels_and_errors_are_listed_under_parsed():
     values = by_stream(run('{app="api"} | json'))["app=api,level=error"]
-    assert values[0][2] == {"structuredMetadata": {"customer_id": "c1", "trace_id": "t1"},
-                            "parsed": {"code": "E1", "level_extracted": "error", "msg": "a"}}
-    assert values[2][2] == {"parsed": {"__error__": "JSONParserErr",
-                                       "__error_details__": "Value looks like object, but can't find closing "
-                                                            "'}' symbol"}}
+    assert values[0][2] == {
+        "structuredMetadata": {"customer_id": "c1", "trace_id": "t1"},
+        "parsed": {"code": "E1", "level_extracted": "error", "msg": "a"},
+    }
+    assert values[2][2] == {
+        "parsed": {
+            "__error__": "JSONParserErr",
+            "__error_details__": "Value looks like object, but can't find closing '}' symbol",
+        }
+    }
 
 
 def test_label_format_output_is_parsed_and_replaces_a_stream_label():
@@ -92,8 +105,9 @@ def test_limit_and_direction_pick_the_same_entries_as_uncategorized():
             params = replace(PARAMS, direction=direction, limit=limit)
             plain = run('{app=~"api|cron"}', params)
             categorized = run('{app=~"api|cron"}', replace(params, categorize_labels=True))
-            assert sorted(v[0] for s in plain for v in s["values"]) == \
-                sorted(v[0] for s in categorized for v in s["values"])
+            assert sorted(v[0] for s in plain for v in s["values"]) == sorted(
+                v[0] for s in categorized for v in s["values"]
+            )
 
 
 def test_split_and_sharded_plan_merges_to_the_unsplit_answer():
@@ -111,6 +125,7 @@ def _sharded(shard):
     if shard is None:
         return SOURCE
     from svclog.logql.rewrite.subquery import ShardedSource
+
     return ShardedSource(SOURCE, shard)
 
 

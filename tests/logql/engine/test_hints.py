@@ -1,4 +1,5 @@
 """Label hints change how much work a query does, never its answer."""
+
 from __future__ import annotations
 
 import json
@@ -42,14 +43,18 @@ def _source(seed: int) -> MemorySource:
             entries = []
             for i in range(300):
                 duration = rnd.choice(["5ms", "150ms", "2s", "1.5s", "oops", ""])
-                line = rnd.choice([
-                    (f'lvl={rnd.choice(["info", "error"])} msg="a b" duration={duration} size={rnd.randint(0, 999)} '
-                     f"trace={rnd.getrandbits(32):x}"),
-                    f'lvl=info msg="escaped \\"q\\"" duration={duration} app=x',
-                    f"broken=a=b duration={duration} lvl=error",
-                    "plain text line",
-                    f'{{"lvl":"{rnd.choice(["info", "error"])}","duration":"{duration}","size":{rnd.randint(0, 9)}}}',
-                ])
+                line = rnd.choice(
+                    [
+                        (
+                            f'lvl={rnd.choice(["info", "error"])} msg="a b" duration={duration} size={rnd.randint(0, 999)} '
+                            f"trace={rnd.getrandbits(32):x}"
+                        ),
+                        f'lvl=info msg="escaped \\"q\\"" duration={duration} app=x',
+                        f"broken=a=b duration={duration} lvl=error",
+                        "plain text line",
+                        f'{{"lvl":"{rnd.choice(["info", "error"])}","duration":"{duration}","size":{rnd.randint(0, 9)}}}',
+                    ]
+                )
                 entries.append((i * 6 * NS + rnd.randint(0, NS), line))
             streams[Labels.from_dict({"app": app, "env": "prod", "pod": str(pod)})] = entries
     return MemorySource(streams)
@@ -62,9 +67,10 @@ def _answer(query: str, source: MemorySource):
     except Exception as err:  # noqa: BLE001 - an error is an answer too
         return type(err).__name__
     # values compare as floats: sums over fewer, larger series may round in the last digit
-    return sorted((json.dumps(s["metric"], sort_keys=True), [(t, pytest.approx(float(v), rel=1e-12))
-                                                               for t, v in s["values"]])
-                  for s in data["result"])
+    return sorted(
+        (json.dumps(s["metric"], sort_keys=True), [(t, pytest.approx(float(v), rel=1e-12)) for t, v in s["values"]])
+        for s in data["result"]
+    )
 
 
 @pytest.mark.parametrize("query", QUERIES)

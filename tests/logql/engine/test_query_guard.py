@@ -1,6 +1,7 @@
 """The engine never wedges: linear grouping however many streams a parser makes, `limit` bounds
 the rows read, and a query stops at its deadline, on cancellation, past its memory budget or as
 soon as it has too many series."""
+
 from __future__ import annotations
 
 import time
@@ -49,14 +50,26 @@ class CountingSource:
 def spread(streams: int, per_stream: int, span: int = HOUR) -> MemorySource:
     """`streams` streams whose entries are evenly spread over [0, span), each line its own trace."""
     gap = span // (streams * per_stream)
-    return MemorySource({
-        Labels.from_dict({"app": "a", "pod": str(p)}): [
-            ((i * streams + p) * gap, f"level=info trace_id={p}-{i} n={i}") for i in range(per_stream)]
-        for p in range(streams)})
+    return MemorySource(
+        {
+            Labels.from_dict({"app": "a", "pod": str(p)}): [
+                ((i * streams + p) * gap, f"level=info trace_id={p}-{i} n={i}") for i in range(per_stream)
+            ]
+            for p in range(streams)
+        }
+    )
 
 
-def run(query: str, source, limit: int = 100, direction: str = "backward", interval: int | None = None,
-        guard: QueryGuard | None = None, max_series: int = 500, span: int = HOUR):
+def run(
+    query: str,
+    source,
+    limit: int = 100,
+    direction: str = "backward",
+    interval: int | None = None,
+    guard: QueryGuard | None = None,
+    max_series: int = 500,
+    span: int = HOUR,
+):
     params = QueryParams.for_range(0, span, step=60 * NS, limit=limit, direction=direction, interval=interval)
     return evaluate(parse(query), params, source, max_series=max_series, guard=guard)
 
@@ -97,22 +110,30 @@ def test_limit_stops_reading_once_the_answer_is_certain(direction):
 
 
 @pytest.mark.parametrize("direction", ["backward", "forward"])
-@pytest.mark.parametrize("limit,interval,query", [
-    (7, None, '{app="a"}'),
-    (1000, None, '{app="a"} |= "n=1"'),
-    (30, 90 * NS, '{app="a"}'),
-    (100_000, None, '{app="a"} | logfmt | n > 100'),
-    (5, None, '{app="a"} | logfmt | drop trace_id, pod'),  # series made of several streams, equal times
-])
+@pytest.mark.parametrize(
+    "limit,interval,query",
+    [
+        (7, None, '{app="a"}'),
+        (1000, None, '{app="a"} |= "n=1"'),
+        (30, 90 * NS, '{app="a"}'),
+        (100_000, None, '{app="a"} | logfmt | n > 100'),
+        (5, None, '{app="a"} | logfmt | drop trace_id, pod'),  # series made of several streams, equal times
+    ],
+)
 def test_windowed_answers_equal_one_full_read(monkeypatch, direction, limit, interval, query):
     # equal timestamps across streams and inside one: ties must not straddle windows
-    rows = {Labels.from_dict({"app": "a", "pod": str(p)}): [((i // 3) * 7 * NS, f"n={i} trace_id={p}-{i}")
-                                                          for i in range(400)] for p in range(3)}
+    rows = {
+        Labels.from_dict({"app": "a", "pod": str(p)}): [
+            ((i // 3) * 7 * NS, f"n={i} trace_id={p}-{i}") for i in range(400)
+        ]
+        for p in range(3)
+    }
     windowed = run(query, MemorySource(rows), limit=limit, direction=direction, interval=interval)
     monkeypatch.setattr(log_windows, "FIRST_WINDOW_PARTS", 1)  # one window: the whole range at once
     whole = run(query, MemorySource(rows), limit=limit, direction=direction, interval=interval)
-    assert [(s.labels, list(s.ts), s.lines) for s in windowed.streams] == \
-           [(s.labels, list(s.ts), s.lines) for s in whole.streams]
+    assert [(s.labels, list(s.ts), s.lines) for s in windowed.streams] == [
+        (s.labels, list(s.ts), s.lines) for s in whole.streams
+    ]
 
 
 def test_limit_zero_reads_nothing():
@@ -196,5 +217,7 @@ def test_a_range_aggregation_grouped_by_a_parsed_label_is_series_capped():
         run(query, counting, max_series=10)
     assert counting.blocks < 50
     # grouped by a label with few values: the cap counts groups, not the streams read
-    assert len(run('max_over_time({app="a"} | logfmt | unwrap n [1m]) by (app)', spread(50, 40),
-                   max_series=10).series) == 1
+    assert (
+        len(run('max_over_time({app="a"} | logfmt | unwrap n [1m]) by (app)', spread(50, 40), max_series=10).series)
+        == 1
+    )

@@ -1,4 +1,5 @@
 """Runs the script-style engine cases in scripts/*.test (format: script.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,14 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from svclog.logql.engine.evaluator import evaluate
 from svclog.logql import parser
+from svclog.logql.engine.evaluator import evaluate
 from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.engine.params import QueryParams, step_times
 from svclog.logql.engine.result import MatrixResult, ScalarResult, StreamsResult, VectorResult
 from svclog.model import SvcError
 from tests.logql.engine.script import EvalCommand, LoadCommand, close, parse_script
-
 
 SCRIPTS = sorted((Path(__file__).parent / "scripts").glob("*.test"))
 

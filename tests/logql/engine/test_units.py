@@ -1,4 +1,5 @@
 """Unit tests of the engine's parts, with AST nodes built by hand (no parser needed)."""
+
 from __future__ import annotations
 
 import json
@@ -7,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from svclog.gocompat.strconv import parse_float as go_parse_float
 from svclog.logql import ast
 from svclog.logql.engine.evaluator import evaluate
 from svclog.logql.engine.json_codec import format_value, result_to_json, sample_time
@@ -16,7 +18,6 @@ from svclog.logql.engine.range_agg import UNWRAP_OPS, quantile, windows
 from svclog.logql.engine.result import MatrixResult, ScalarResult, StreamsResult, VectorResult
 from svclog.logql.engine.unwrap import convert_column
 from svclog.logql.source import SelectRequest
-from svclog.gocompat.strconv import parse_float as go_parse_float
 from svclog.model import NS, Labels, LimitError, Matcher, MatchType, ValidationError
 
 S = NS
@@ -32,13 +33,16 @@ def count(query: ast.LogQuery, rng: int, op: str = "count_over_time", offset: in
 
 @pytest.fixture
 def source() -> MemorySource:
-    return MemorySource({
-        Labels.from_dict({"app": "a"}): [(i * 10 * S, f"line {i}") for i in range(12)],
-        Labels.from_dict({"app": "b"}): [(5 * S, "x", {"trace": "t1"}), (5 * S, "x"), (15 * S, "yy")],
-    })
+    return MemorySource(
+        {
+            Labels.from_dict({"app": "a"}): [(i * 10 * S, f"line {i}") for i in range(12)],
+            Labels.from_dict({"app": "b"}): [(5 * S, "x", {"trace": "t1"}), (5 * S, "x"), (15 * S, "yy")],
+        }
+    )
 
 
 # ---------------------------------------------------------------- params
+
 
 def test_step_alignment_rounds_start_down_and_end_up() -> None:
     params = QueryParams.for_range(5 * S, 65 * S, 60 * S)
@@ -56,10 +60,20 @@ def test_instant_has_one_step() -> None:
 
 # ---------------------------------------------------------------- json
 
-@pytest.mark.parametrize(("value", "text"), [
-    (1.0, "1"), (0.1, "0.1"), (1e21, "1000000000000000000000"), (1.5e-7, "0.00000015"),
-    (float("nan"), "NaN"), (float("inf"), "+Inf"), (float("-inf"), "-Inf"), (-2.5, "-2.5"),
-])
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (1.0, "1"),
+        (0.1, "0.1"),
+        (1e21, "1000000000000000000000"),
+        (1.5e-7, "0.00000015"),
+        (float("nan"), "NaN"),
+        (float("inf"), "+Inf"),
+        (float("-inf"), "-Inf"),
+        (-2.5, "-2.5"),
+    ],
+)
 def test_format_value_like_go(value: float, text: str) -> None:
     assert format_value(value) == text
 
@@ -82,22 +96,28 @@ def test_result_json_shapes(source: MemorySource) -> None:
 
 # ---------------------------------------------------------------- memory source
 
+
 def test_memory_source_dedupes_and_restricts(source: MemorySource) -> None:
     blocks = list(source.select_logs(SelectRequest((Matcher("app", MatchType.EQ, "b"),), 0, 15 * S)))
     assert len(blocks) == 1
     assert blocks[0].ts.to_pylist() == [5 * S]  # duplicate (same ts and line) dropped, end exclusive
     assert list(source.select_series((Matcher("app", MatchType.RE, ".+"),), 0, 100 * S)) == [
-        Labels.from_dict({"app": "a"}), Labels.from_dict({"app": "b"})]
+        Labels.from_dict({"app": "a"}),
+        Labels.from_dict({"app": "b"}),
+    ]
 
 
 def test_metadata_becomes_series_labels(source: MemorySource) -> None:
     result = evaluate(count(sel(app="b"), 60 * S), QueryParams.for_instant(60 * S), source)
     assert isinstance(result, VectorResult)
     assert {s.labels: s.value for s in result.samples} == {
-        Labels.from_dict({"app": "b", "trace": "t1"}): 1.0, Labels.from_dict({"app": "b"}): 1.0}
+        Labels.from_dict({"app": "b", "trace": "t1"}): 1.0,
+        Labels.from_dict({"app": "b"}): 1.0,
+    }
 
 
 # ---------------------------------------------------------------- range aggregation kernels
+
 
 def test_min_max_sparse_table_matches_brute_force() -> None:
     rng = np.random.default_rng(7)
@@ -120,8 +140,12 @@ def test_sum_avg_stdvar_match_numpy() -> None:
     values = rng.uniform(100, 900, 200)
     ends = np.arange(50, 550, 50)
     w = windows(ts, values, ends, 100)
-    for fn, ref in (("sum_over_time", np.sum), ("avg_over_time", np.mean), ("stdvar_over_time", np.var),
-                    ("stddev_over_time", np.std)):
+    for fn, ref in (
+        ("sum_over_time", np.sum),
+        ("avg_over_time", np.mean),
+        ("stdvar_over_time", np.var),
+        ("stddev_over_time", np.std),
+    ):
         got = UNWRAP_OPS[fn](w)
         for i, end in enumerate(ends):
             inside = values[(ts > end - 100) & (ts <= end)]
@@ -143,9 +167,20 @@ def test_rate_counter_handles_resets() -> None:
 
 # ---------------------------------------------------------------- unwrap conversion
 
+
 def test_go_float_parsing_follows_strconv_parse_float() -> None:
-    good = {"1e3": 1000.0, "-.5": -0.5, "5.": 5.0, "0x1p3": 8.0, "0X1.8P1": 3.0, "0x_1p2": 4.0,
-            "1_000": 1000.0, "1_23.50_0_0e+1_2": 1.235e14, "-Inf": -math.inf, "+infinity": math.inf}
+    good = {
+        "1e3": 1000.0,
+        "-.5": -0.5,
+        "5.": 5.0,
+        "0x1p3": 8.0,
+        "0X1.8P1": 3.0,
+        "0x_1p2": 4.0,
+        "1_000": 1000.0,
+        "1_23.50_0_0e+1_2": 1.235e14,
+        "-Inf": -math.inf,
+        "+infinity": math.inf,
+    }
     for text, want in good.items():
         assert go_parse_float(text) == want, text
     assert math.isnan(go_parse_float("NaN")) and math.isnan(go_parse_float("nan"))
@@ -168,14 +203,16 @@ def test_convert_column_reports_errors() -> None:
 
 # ---------------------------------------------------------------- evaluator
 
+
 def test_instant_log_query_is_rejected(source: MemorySource) -> None:
     with pytest.raises(ValidationError):
         evaluate(sel(app="a"), QueryParams.for_instant(10 * S), source)
 
 
 def test_max_series_limit(source: MemorySource) -> None:
-    query = ast.RangeAggregation("count_over_time", ast.LogRange(
-        ast.LogQuery(ast.StreamSelector((Matcher("app", MatchType.RE, ".+"),))), 60 * S))
+    query = ast.RangeAggregation(
+        "count_over_time", ast.LogRange(ast.LogQuery(ast.StreamSelector((Matcher("app", MatchType.RE, ".+"),))), 60 * S)
+    )
     with pytest.raises(LimitError):
         evaluate(query, QueryParams.for_instant(60 * S), source, max_series=2)
 
@@ -194,8 +231,9 @@ def test_binary_op_on_hand_built_ast(source: MemorySource) -> None:
     result = evaluate(expr, QueryParams.for_instant(60 * S), source)
     assert isinstance(result, VectorResult)
     assert [(s.labels, s.value) for s in result.samples] == [(Labels(), 3.0)]
-    scalar = evaluate(ast.BinaryOp(">", ast.Literal(2.0), ast.Literal(1.0), return_bool=True),
-                      QueryParams.for_instant(0), source)
+    scalar = evaluate(
+        ast.BinaryOp(">", ast.Literal(2.0), ast.Literal(1.0), return_bool=True), QueryParams.for_instant(0), source
+    )
     assert isinstance(scalar, ScalarResult) and scalar.value == 1.0
 
 

@@ -4,6 +4,7 @@ The references below are direct ports of the reference's per-window loops (which
 round differently from a pairwise sum, so they compare within the window's scale);
 huge values, NaN and Inf must not leak from one window into another.
 """
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,15 @@ from svclog.logql.engine.window_sums import window_sums, window_variances
 from svclog.logql.parser import parse
 from svclog.model import NS, Labels
 
-WINDOW_OPS = ("sum_over_time", "avg_over_time", "stdvar_over_time", "stddev_over_time", "rate",
-              "rate_counter", "count_over_time")
+WINDOW_OPS = (
+    "sum_over_time",
+    "avg_over_time",
+    "stdvar_over_time",
+    "stddev_over_time",
+    "rate",
+    "rate_counter",
+    "count_over_time",
+)
 
 
 def ref_sum(values: list[float]) -> float:
@@ -83,7 +91,7 @@ def test_each_window_equals_the_reference_loop_over_that_window(points, range_s,
     w = windows(ts, values, ends, range_s * NS)
     got = {op: UNWRAP_OPS[op](w) for op in WINDOW_OPS}
     for i in range(len(ends)):
-        inside = values[w.lo[i]:w.hi[i]].tolist()
+        inside = values[w.lo[i] : w.hi[i]].tolist()
         if not inside:
             continue
         size = max(abs(v) for v in inside if not math.isnan(v)) if not all(map(math.isnan, inside)) else 0.0
@@ -93,7 +101,7 @@ def test_each_window_equals_the_reference_loop_over_that_window(points, range_s,
         assert same(got["stdvar_over_time"][i], ref_stdvar(inside), 1e-12, size * size * len(inside))
         assert same(got["stddev_over_time"][i], math.sqrt(ref_stdvar(inside)), 1e-6, size)
         # the same op over the window's samples alone: bit for bit (variances shift by the series' mean)
-        alone = windows(ts[w.lo[i]:w.hi[i]], values[w.lo[i]:w.hi[i]], ends[i:i + 1], range_s * NS)
+        alone = windows(ts[w.lo[i] : w.hi[i]], values[w.lo[i] : w.hi[i]], ends[i : i + 1], range_s * NS)
         for op in WINDOW_OPS:
             tol = 1e-9 if op.startswith("std") else 0.0
             assert same(got[op][i], UNWRAP_OPS[op](alone)[0], tol, size * size), op
@@ -138,14 +146,18 @@ def test_overflowing_sum_falls_back_to_the_running_mean() -> None:
 
 # ---------------------------------------------------------------- range query == instant query at each step
 
+
 def _source(points: list[tuple[int, float]]) -> MemorySource:
     entries = [(t * NS + i, f"v={v!r}".replace("inf", "Inf")) for i, (t, v) in enumerate(sorted(points))]
     return MemorySource({Labels.from_dict({"app": "x"}): entries})
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(series_st, st.sampled_from(["sum_over_time", "avg_over_time", "stdvar_over_time", "stddev_over_time",
-                                   "rate", "rate_counter"]), st.integers(1, 20))
+@given(
+    series_st,
+    st.sampled_from(["sum_over_time", "avg_over_time", "stdvar_over_time", "stddev_over_time", "rate", "rate_counter"]),
+    st.integers(1, 20),
+)
 def test_range_query_matches_instant_query_at_every_step(points, op, range_s) -> None:
     query = parse(f'{op}({{app="x"}} | logfmt | unwrap v [{range_s}s])')
     source = _source(points)

@@ -1,4 +1,5 @@
 """The conformance cases that run a LogQL query and expect 200, as (name, tenants, expr, params)."""
+
 from __future__ import annotations
 
 import json
@@ -64,7 +65,7 @@ def query_cases(expect_ok: bool = True) -> list[QueryCase]:
         path = raw.get("path", "")
         for prefix in ("/svc/", "/loki/"):
             if path.startswith(prefix):
-                path = "/" + path[len(prefix):]
+                path = "/" + path[len(prefix) :]
         if path not in QUERY_PATHS or _expects_ok(raw.get("expect", {})) != expect_ok:
             continue
         case = _case(raw, dict(raw.get("params") or []) | dict(raw.get("form") or []), QUERY_PATHS[path])

@@ -1,4 +1,5 @@
 """Fixtures of the rewrite tests: the conformance data set as one MemorySource per tenant."""
+
 from __future__ import annotations
 
 import pytest

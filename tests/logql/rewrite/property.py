@@ -1,4 +1,5 @@
 """The property every plan must keep: merged partials == the un-split answer."""
+
 from __future__ import annotations
 
 import math
@@ -27,8 +28,9 @@ def unsplit(expr: ast.Expr, params: QueryParams, source: LogSource) -> dict | tu
     return answer(lambda: evaluate(expr, params, source))
 
 
-def planned(expr: ast.Expr, params: QueryParams, source: LogSource, interval_ns: int,
-            shards: int) -> dict | tuple[str, str]:
+def planned(
+    expr: ast.Expr, params: QueryParams, source: LogSource, interval_ns: int, shards: int
+) -> dict | tuple[str, str]:
     def run():
         plan = plan_query(expr, params, split_interval_ns=interval_ns, shards=shards)
         return plan.merge([evaluate_subquery(sub, source) for sub in plan.subqueries])

@@ -3,6 +3,7 @@
 The fast variant runs every query under two plans; the `slow` one under the full grid
 of split intervals x shard counts.
 """
+
 from __future__ import annotations
 
 import pytest

@@ -1,5 +1,6 @@
 """The split/shard/merge property over queries chosen to reach every merge path
 (re-aggregation, topk over the union, avg as sum/count, colliding series, sort, ...)."""
+
 from __future__ import annotations
 
 import pytest
@@ -82,8 +83,13 @@ FAST_PLANS = [(0, 3), (600 * NS, 2)]
 FULL_PLANS = [(600 * NS, 1), (3600 * NS, 4), (420 * NS, 4), (0, 2)]
 
 
-def check(text: str, params: QueryParams, sources, tenants: tuple[str, ...] = ("acme",),
-          plans: list[tuple[int, int]] = FAST_PLANS) -> None:
+def check(
+    text: str,
+    params: QueryParams,
+    sources,
+    tenants: tuple[str, ...] = ("acme",),
+    plans: list[tuple[int, int]] = FAST_PLANS,
+) -> None:
     expr = parse(text)
     source = source_for(sources, tenants)
     want = unsplit(expr, params, source)
@@ -91,8 +97,9 @@ def check(text: str, params: QueryParams, sources, tenants: tuple[str, ...] = ("
         got = planned(expr, params, source, interval, shards)
         if text in TIES:
             forward = params.direction == "forward"
-            assert up_to_ties(want, params.limit, forward) == up_to_ties(got, params.limit, forward), \
+            assert up_to_ties(want, params.limit, forward) == up_to_ties(got, params.limit, forward), (
                 f"split {interval // NS}s x {shards} shards (up to ties)"
+            )
             continue
         diff = differences(want, got)
         assert not diff, f"split {interval // NS}s x {shards} shards: {diff[:3]}"
@@ -135,10 +142,18 @@ def test_logs_with_interval(interval: int, tenant_sources) -> None:
 
 
 def test_multi_tenant(tenant_sources) -> None:
-    check('{app="api"} | drop __tenant_id__', QueryParams.for_range(W, W + 7200 * NS, limit=300),
-          tenant_sources, ("acme", "globex"))
-    check('sum by (__tenant_id__, app) (rate({app=~"api|nginx"}[5m]))', RANGE, tenant_sources,
-          ("acme", "globex", "initech"))
+    check(
+        '{app="api"} | drop __tenant_id__',
+        QueryParams.for_range(W, W + 7200 * NS, limit=300),
+        tenant_sources,
+        ("acme", "globex"),
+    )
+    check(
+        'sum by (__tenant_id__, app) (rate({app=~"api|nginx"}[5m]))',
+        RANGE,
+        tenant_sources,
+        ("acme", "globex", "initech"),
+    )
 
 
 def test_series_limit_applies_to_the_merged_answer(tenant_sources) -> None:

@@ -1,4 +1,5 @@
 """Unit tests of the merges: k-way merge of log partials, combining metric partials."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,8 +45,9 @@ def test_forward_merge_is_oldest_first_and_limited() -> None:
 
 
 def test_same_labels_from_several_partials_form_one_stream() -> None:
-    merged = merge_streams([StreamsResult([stream(A, (3, "x"), (1, "y"))]),
-                            StreamsResult([stream(A, (2, "z"))])], params(10, "backward"))
+    merged = merge_streams(
+        [StreamsResult([stream(A, (3, "x"), (1, "y"))]), StreamsResult([stream(A, (2, "z"))])], params(10, "backward")
+    )
     assert len(merged.streams) == 1
     assert flat(merged) == [("a", 3, "x"), ("a", 2, "z"), ("a", 1, "y")]
 
@@ -59,8 +61,9 @@ STEPS = np.array([10, 20, 30, 40], dtype=np.int64)
 
 
 def matrix(*rows: tuple[Labels, dict[int, float]]) -> MatrixResult:
-    return MatrixResult([Series(lb, np.array(list(pts), dtype=np.int64), np.array(list(pts.values())))
-                         for lb, pts in rows])
+    return MatrixResult(
+        [Series(lb, np.array(list(pts), dtype=np.int64), np.array(list(pts.values()))) for lb, pts in rows]
+    )
 
 
 def test_to_rows_places_samples_on_the_grid() -> None:
@@ -84,8 +87,9 @@ def test_concat_joins_time_pieces_per_series() -> None:
     assert np.isnan(merged.values[1, 3])
 
 
-@pytest.mark.parametrize("how, expected", [(Combine.SUM, [3.0, 2.0]), (Combine.MAX, [2.0, 2.0]),
-                                           (Combine.MIN, [1.0, 2.0])])
+@pytest.mark.parametrize(
+    "how, expected", [(Combine.SUM, [3.0, 2.0]), (Combine.MAX, [2.0, 2.0]), (Combine.MIN, [1.0, 2.0])]
+)
 def test_reducing_combines(how: Combine, expected: list[float]) -> None:
     shard0 = to_rows(matrix((A, {10: 1.0, 20: 2.0})), STEPS)
     shard1 = to_rows(matrix((A, {10: 2.0})), STEPS)

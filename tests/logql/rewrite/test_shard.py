@@ -1,4 +1,5 @@
 """Unit tests of the shard rewrite: which expressions shard, and how their partials combine."""
+
 from __future__ import annotations
 
 import pytest
@@ -15,22 +16,27 @@ def plan(text: str, shards: int = 4) -> object:
 
 
 def leaf_kinds(text: str, shards: int = 4) -> list[tuple[str, Combine]]:
-    return [(type(leaf.expr).__name__ + ":" + getattr(leaf.expr, "op", ""), leaf.combine)
-            for leaf in leaves(plan(text, shards))]
+    return [
+        (type(leaf.expr).__name__ + ":" + getattr(leaf.expr, "op", ""), leaf.combine)
+        for leaf in leaves(plan(text, shards))
+    ]
 
 
-@pytest.mark.parametrize("text, combine", [
-    ('sum by (x) (rate({app="a"}[1m]))', Combine.SUM),
-    ('count(count_over_time({app="a"} | json [1m]))', Combine.SUM),
-    ('max by (x) (bytes_over_time({app="a"}[1m]))', Combine.MAX),
-    ('min(count_over_time({app="a"}[1m]))', Combine.MIN),
-    ('rate({app="a"} |= "x" [1m])', Combine.CONCAT),
-    (f"quantile_over_time(0.9, {UNWRAP} [1m])", None),  # unwrap drops a label: series may collide
-    ('count_over_time({app="a"} | drop pod [1m])', Combine.SUM),
-    (f"max_over_time({UNWRAP} [1m]) by (x)", Combine.MAX),
-    (f"sum(sum_over_time({UNWRAP} [1m]))", Combine.SUM),
-    ('sum(sum by (x, y) (rate({app="a"}[1m])))', Combine.SUM),
-])
+@pytest.mark.parametrize(
+    "text, combine",
+    [
+        ('sum by (x) (rate({app="a"}[1m]))', Combine.SUM),
+        ('count(count_over_time({app="a"} | json [1m]))', Combine.SUM),
+        ('max by (x) (bytes_over_time({app="a"}[1m]))', Combine.MAX),
+        ('min(count_over_time({app="a"}[1m]))', Combine.MIN),
+        ('rate({app="a"} |= "x" [1m])', Combine.CONCAT),
+        (f"quantile_over_time(0.9, {UNWRAP} [1m])", None),  # unwrap drops a label: series may collide
+        ('count_over_time({app="a"} | drop pod [1m])', Combine.SUM),
+        (f"max_over_time({UNWRAP} [1m]) by (x)", Combine.MAX),
+        (f"sum(sum_over_time({UNWRAP} [1m]))", Combine.SUM),
+        ('sum(sum by (x, y) (rate({app="a"}[1m])))', Combine.SUM),
+    ],
+)
 def test_whole_expression_runs_per_shard(text: str, combine: Combine | None) -> None:
     tree = plan(text)
     if combine is None:
@@ -39,21 +45,27 @@ def test_whole_expression_runs_per_shard(text: str, combine: Combine | None) -> 
         assert tree == Downstream(parse(text), combine)
 
 
-@pytest.mark.parametrize("text", [
-    f"quantile_over_time(0.9, {UNWRAP} [1m]) by (x)",
-    'stddev(count_over_time({app="a"}[1m]))',
-    'absent_over_time({app="a"}[1m])',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"quantile_over_time(0.9, {UNWRAP} [1m]) by (x)",
+        'stddev(count_over_time({app="a"}[1m]))',
+        'absent_over_time({app="a"}[1m])',
+    ],
+)
 def test_unshardable_runs_once(text: str) -> None:
     assert plan(text) == Downstream(parse(text), Combine.UNSHARDED)
 
 
-@pytest.mark.parametrize("text, outer, inner", [
-    # series collide across shards: count and max need them merged first
-    ('count(count_over_time({app="a"} | drop pod [1m]))', "count", Combine.SUM),
-    ('max(rate({app="a"} | keep app [1m]))', "max", Combine.SUM),
-    ('label_replace(rate({app="a"}[1m]), "x", "y", "app", ".*")', "label_replace", Combine.CONCAT),
-])
+@pytest.mark.parametrize(
+    "text, outer, inner",
+    [
+        # series collide across shards: count and max need them merged first
+        ('count(count_over_time({app="a"} | drop pod [1m]))', "count", Combine.SUM),
+        ('max(rate({app="a"} | keep app [1m]))', "max", Combine.SUM),
+        ('label_replace(rate({app="a"}[1m]), "x", "y", "app", ".*")', "label_replace", Combine.CONCAT),
+    ],
+)
 def test_frontend_aggregates_merged_partials(text: str, outer: str, inner: Combine) -> None:
     tree = plan(text)
     assert getattr(tree, "op", "label_replace") == outer
@@ -104,12 +116,15 @@ def test_pure_expressions_need_no_querier() -> None:
     assert leaves(plan("vector(1) + 2 * 3")) == []
 
 
-@pytest.mark.parametrize("text", [
-    'avg by (x) (rate({app="a"}[1m]))',
-    f"avg_over_time({UNWRAP} [1m]) by (x)",
-    'topk by (x) (3, count_over_time({app="a"} |= "e" [5m] offset 1m))',
-    'sum without (pod) (bytes_rate({app="a"} | json | drop y [1m]))',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'avg by (x) (rate({app="a"}[1m]))',
+        f"avg_over_time({UNWRAP} [1m]) by (x)",
+        'topk by (x) (3, count_over_time({app="a"} |= "e" [5m] offset 1m))',
+        'sum without (pod) (bytes_rate({app="a"} | json | drop y [1m]))',
+    ],
+)
 def test_leaves_print_and_parse_back(text: str) -> None:
     """Sub-queries can travel as text: every leaf prints to a query that parses to it."""
     from svclog.logql.printer import print_expr

@@ -1,4 +1,5 @@
 """Unit tests of time splitting: interval-aligned log pieces and step groups."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +30,13 @@ def test_backward_log_pieces_are_planned_newest_first() -> None:
     params = QueryParams.for_range(0, 3 * H)
     subs = plan_query(parse('{app="a"}'), params, split_interval_ns=H, shards=2).subqueries
     assert [(s.params.start, s.shard) for s in subs] == [
-        (2 * H, (0, 2)), (2 * H, (1, 2)), (H, (0, 2)), (H, (1, 2)), (0, (0, 2)), (0, (1, 2))]
+        (2 * H, (0, 2)),
+        (2 * H, (1, 2)),
+        (H, (0, 2)),
+        (H, (1, 2)),
+        (0, (0, 2)),
+        (0, (1, 2)),
+    ]
 
 
 def test_step_pieces_partition_the_evaluation_times() -> None:

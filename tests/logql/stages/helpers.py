@@ -1,4 +1,5 @@
 """Small builders shared by the stage tests."""
+
 from __future__ import annotations
 
 from svclog.logql import ast

@@ -69,15 +69,26 @@ def test_conversions():
 def test_float_conversion_takes_go_forms_off_the_vectorised_path():
     values, errors = parse_float_values(pa.array(["0x1p3", "2", "1_0", "0x10", None, "1__0", "1e999", "+nan"]))
     assert values.to_pylist()[:3] == [8.0, 2.0, 10.0] and values.to_pylist()[3:] == [None] * 5
-    assert errors.to_pylist() == [None, None, None, 'strconv.ParseFloat: parsing "0x10": invalid syntax', None,
-                                  'strconv.ParseFloat: parsing "1__0": invalid syntax',
-                                  'strconv.ParseFloat: parsing "1e999": value out of range',
-                                  'strconv.ParseFloat: parsing "+nan": invalid syntax']
+    assert errors.to_pylist() == [
+        None,
+        None,
+        None,
+        'strconv.ParseFloat: parsing "0x10": invalid syntax',
+        None,
+        'strconv.ParseFloat: parsing "1__0": invalid syntax',
+        'strconv.ParseFloat: parsing "1e999": value out of range',
+        'strconv.ParseFloat: parsing "+nan": invalid syntax',
+    ]
 
 
 def test_bytes_conversion_is_go_humanize_parse_bytes():
     values, errors = parse_bytes_values(pa.array(["1,000KB", " 1KB", "1KB ", "\u0663", "1\u0663KB", "20000EB"]))
     assert values.to_pylist() == [1000000.0, None, 1000.0, None, None, None]
-    assert errors.to_pylist() == [None, 'strconv.ParseFloat: parsing "": invalid syntax', None,
-                                  'strconv.ParseFloat: parsing "\\xd9": invalid syntax',
-                                  'strconv.ParseFloat: parsing "1\\xd9": invalid syntax', "too large: 20000EB"]
+    assert errors.to_pylist() == [
+        None,
+        'strconv.ParseFloat: parsing "": invalid syntax',
+        None,
+        'strconv.ParseFloat: parsing "\\xd9": invalid syntax',
+        'strconv.ParseFloat: parsing "1\\xd9": invalid syntax',
+        "too large: 20000EB",
+    ]

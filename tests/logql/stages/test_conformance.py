@@ -3,6 +3,7 @@
 A tiny selector + limit loop stands in for the engine, so only pipeline semantics
 (parsers, filters, formatters, grouping into series) are under test here.
 """
+
 from __future__ import annotations
 
 import glob
@@ -18,9 +19,22 @@ from svclog.logql.source import METADATA_TYPE, StreamBlock
 from svclog.model import Labels, labels_match
 
 CONFORMANCE = Path("/work/shared/conformance")
-CATEGORIES = ("line_filter", "pattern_filter", "ip_filter", "parser_json", "parser_logfmt", "parser_regexp",
-              "parser_pattern", "parser_unpack", "label_filter", "line_format", "label_format", "drop_keep",
-              "decolorize", "pipeline_errors")
+CATEGORIES = (
+    "line_filter",
+    "pattern_filter",
+    "ip_filter",
+    "parser_json",
+    "parser_logfmt",
+    "parser_regexp",
+    "parser_pattern",
+    "parser_unpack",
+    "label_filter",
+    "line_format",
+    "label_format",
+    "drop_keep",
+    "decolorize",
+    "pipeline_errors",
+)
 
 
 def _cases() -> list:
@@ -60,8 +74,12 @@ def _blocks(streams: list, matchers, start: int, end: int):
         meta = None
         if any(len(v) > 2 and v[2] for v in values):
             meta = pa.array([list((v[2] if len(v) > 2 else {}).items()) for v in values], METADATA_TYPE)
-        yield StreamBlock(labels, pa.array([int(v[0]) for v in values], pa.int64()),
-                          pa.array([v[1] for v in values], pa.string()), meta)
+        yield StreamBlock(
+            labels,
+            pa.array([int(v[0]) for v in values], pa.int64()),
+            pa.array([v[1] for v in values], pa.string()),
+            meta,
+        )
 
 
 @pytest.mark.parametrize("case", _cases())
@@ -70,8 +88,9 @@ def test_log_query_matches_reference(case: dict, data: dict) -> None:
     query = parser.parse(params["query"])
     pipeline = stages.build_pipeline(query.stages)
     entries = []
-    for block in _blocks(data[case["headers"]["X-Scope-OrgID"]], query.selector.matchers,
-                         int(params["start"]), int(params["end"])):
+    for block in _blocks(
+        data[case["headers"]["X-Scope-OrgID"]], query.selector.matchers, int(params["start"]), int(params["end"])
+    ):
         batch = pipeline.process(stages.block_to_batch(block))
         for labels, idx in stages.group_by_labels(batch):
             entries += zip(batch.ts.take(idx).to_pylist(), batch.line.take(idx).to_pylist(), [labels] * len(idx))
@@ -80,6 +99,8 @@ def test_log_query_matches_reference(case: dict, data: dict) -> None:
     got: dict[Labels, list] = {}
     for ts, line, labels in entries[: int(params.get("limit", 100))]:
         got.setdefault(labels, []).append((str(ts), line))
-    expected = {Labels(r["stream"].items()): [tuple(v[:2]) for v in r["values"]]
-                for r in case["expect"]["body"]["data"]["result"]}
+    expected = {
+        Labels(r["stream"].items()): [tuple(v[:2]) for v in r["values"]]
+        for r in case["expect"]["body"]["data"]["result"]
+    }
     assert {k: sorted(v) for k, v in got.items()} == {k: sorted(v) for k, v in expected.items()}

@@ -1,4 +1,5 @@
 """Durations read in numpy (one number, one unit) equal Go's time.ParseDuration, errors included."""
+
 from __future__ import annotations
 
 import random
@@ -6,13 +7,46 @@ import random
 import pyarrow as pa
 import pytest
 
-from svclog.logql.stages import convert
 from svclog.gocompat.durations import parse_go_duration
+from svclog.logql.stages import convert
 
-EDGES = ["5ms", "1.5s", "0", "-3m", "+2h", ".5s", "5.s", ".s", "", "1h30m", "µs", "3µs", "3μs", "12.345678901234567s",
-         "999999999999999h", "2562047h", "2562048h", "1e3s", "-0.0s", "0.000000001ns", "1.0000000000000001h",
-         "1٣ms", " 5ms", "5ms ", "5MS", "0.1h", "-.1us", "123456789012345.123456789012345ms", None, "s", "+-1s",
-         "1..2s", "1 s", "é5s", "100.0ms"]
+EDGES = [
+    "5ms",
+    "1.5s",
+    "0",
+    "-3m",
+    "+2h",
+    ".5s",
+    "5.s",
+    ".s",
+    "",
+    "1h30m",
+    "µs",
+    "3µs",
+    "3μs",
+    "12.345678901234567s",
+    "999999999999999h",
+    "2562047h",
+    "2562048h",
+    "1e3s",
+    "-0.0s",
+    "0.000000001ns",
+    "1.0000000000000001h",
+    "1٣ms",
+    " 5ms",
+    "5ms ",
+    "5MS",
+    "0.1h",
+    "-.1us",
+    "123456789012345.123456789012345ms",
+    None,
+    "s",
+    "+-1s",
+    "1..2s",
+    "1 s",
+    "é5s",
+    "100.0ms",
+]
 
 
 def _random_durations(seed: int, n: int) -> list[str]:
@@ -36,8 +70,9 @@ def _go(text: str | None, scale) -> tuple[float | None, str | None]:
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("parse, scale", [(convert.parse_duration_ns_values, float),
-                                          (convert.parse_duration_values, lambda ns: ns / 1e9)])
+@pytest.mark.parametrize(
+    "parse, scale", [(convert.parse_duration_ns_values, float), (convert.parse_duration_values, lambda ns: ns / 1e9)]
+)
 def test_numpy_durations_equal_go(seed, parse, scale):
     texts = EDGES + _random_durations(seed, 1500)
     arr = pa.array(texts, pa.string())

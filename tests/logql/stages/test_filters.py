@@ -67,8 +67,11 @@ def test_ip_label_filter():
 def test_and_or():
     both = ast.BinaryLabelFilter("and", sf("method", "=", "POST"), num("status", "==", 503))
     assert lines(lf(both)) == [LINES[1]]
-    either = ast.BinaryLabelFilter("or", num("status", ">=", 500),
-                                   ast.BinaryLabelFilter("and", sf("method", "=", "DELETE"), num("status", "==", 429)))
+    either = ast.BinaryLabelFilter(
+        "or",
+        num("status", ">=", 500),
+        ast.BinaryLabelFilter("and", sf("method", "=", "DELETE"), num("status", "==", 429)),
+    )
     assert lines(lf(either)) == [LINES[1], LINES[2]]
 
 
@@ -109,17 +112,25 @@ def test_stream_and_metadata_filters():
 
 
 def test_drop_and_keep():
-    b = run(LOGFMT + [ast.Drop((ast.DropKeepItem("user"), ast.DropKeepItem("method", m("method", "=", "GET"))))], *LINES[:2])
+    b = run(
+        LOGFMT + [ast.Drop((ast.DropKeepItem("user"), ast.DropKeepItem("method", m("method", "=", "GET"))))], *LINES[:2]
+    )
     assert col(b, "user") == [None, None]
     assert col(b, "method") == [None, "POST"]
-    b = run(LOGFMT + [ast.Keep((ast.DropKeepItem("app"), ast.DropKeepItem("method", m("method", "=", "GET"))))], *LINES[:2])
+    b = run(
+        LOGFMT + [ast.Keep((ast.DropKeepItem("app"), ast.DropKeepItem("method", m("method", "=", "GET"))))], *LINES[:2]
+    )
     assert series(b) == {'{app="checkout", method="GET"}': [LINES[0]], '{app="checkout"}': [LINES[1]]}
 
 
 def test_keep_retains_and_drop_removes_error_labels():
     b = run([ast.JsonParser(), ast.Keep((ast.DropKeepItem("app"),))], "not json")
-    assert list(series(b)) == [('{__error__="JSONParserErr", __error_details__="Value looks like object, '
-                               'but can\'t find closing \'}\' symbol", app="checkout"}')]
+    assert list(series(b)) == [
+        (
+            '{__error__="JSONParserErr", __error_details__="Value looks like object, '
+            "but can't find closing '}' symbol\", app=\"checkout\"}"
+        )
+    ]
     b = run([ast.JsonParser(), ast.Drop((ast.DropKeepItem(ERROR_LABEL), ast.DropKeepItem(ERROR_DETAILS_LABEL)))], "x")
     assert list(series(b)) == ['{app="checkout", env="prod", level="info"}']
     b = run([ast.JsonParser(), ast.Drop((ast.DropKeepItem(ERROR_LABEL, m(ERROR_LABEL, "=", "JSONParserErr")),))], "x")

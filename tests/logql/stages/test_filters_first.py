@@ -1,5 +1,6 @@
 """String label filters on stream labels run before a json/logfmt parser (FiltersFirst):
 the same entries with the same labels come out as parsing first would give."""
+
 from __future__ import annotations
 
 import random
@@ -22,8 +23,16 @@ QUERIES = [
     '{a="b"} | drop level | logfmt | level=""',
     '{a="b"} | json | level="" or msg="x"',
 ]
-LINES = ['{"level":"error","msg":"x","x":2}', '{"level":"info"', 'level=error msg=x x=3', "level=info a=b=c",
-         '{"app":"other","env":{"n":1}}', "plain text", '{"x":"1.5"}', 'msg="x" level="warn"']
+LINES = [
+    '{"level":"error","msg":"x","x":2}',
+    '{"level":"info"',
+    "level=error msg=x x=3",
+    "level=info a=b=c",
+    '{"app":"other","env":{"n":1}}',
+    "plain text",
+    '{"x":"1.5"}',
+    'msg="x" level="warn"',
+]
 
 
 def _series(query: str, lines: list[str], metadata: list[dict]) -> dict:
@@ -44,12 +53,12 @@ def test_filters_first_keep_the_answer(query, seed, monkeypatch):
 
 def test_only_string_filters_on_stream_labels_go_first():
     def shape(query):
-        return [(type(p).__name__, sorted(getattr(p, "names", ()))) for p in
-                build_pipeline(parse(query).stages).processors]
+        return [
+            (type(p).__name__, sorted(getattr(p, "names", ()))) for p in build_pipeline(parse(query).stages).processors
+        ]
 
     assert shape('{a="b"} | json | level="error" | app=~"x"') == [("FiltersFirst", ["app", "level"])]
-    assert shape('{a="b"} | json | level="error" | x > 1') == [("FiltersFirst", ["level"]),
-                                                               ("LabelFilterStage", [])]
+    assert shape('{a="b"} | json | level="error" | x > 1') == [("FiltersFirst", ["level"]), ("LabelFilterStage", [])]
     assert shape('{a="b"} | logfmt | __error__=""') == [("LogfmtParserStage", []), ("LabelFilterStage", [])]
     assert shape('{a="b"} | json x="y" | level="e"') == [("JsonParserStage", []), ("LabelFilterStage", [])]
 

@@ -1,4 +1,5 @@
 """line_format / label_format behaviour with a stand-in template (the real one is tested elsewhere)."""
+
 import re
 import sys
 import types

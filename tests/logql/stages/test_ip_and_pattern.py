@@ -5,18 +5,21 @@ from svclog.logql.stages.pattern_parser import Pattern
 from svclog.model import ParseError
 
 
-@pytest.mark.parametrize("pattern,text,expected", [
-    ("192.168.0.1", "from 192.168.0.1 ok", True),
-    ("192.168.0.1", "from 192.168.0.11 ok", False),
-    ("192.168.0.0/16", "x=192.168.5.15", True),
-    ("192.168.0.0/22", "192.168.6.32", False),
-    ("203.0.113.1-203.0.113.40", "203.0.113.21 - -", True),
-    ("203.0.113.1-203.0.113.40", "203.0.113.41 - -", False),
-    ("2001:db8::/32", "2001:db8:85a3::8a2e:370:c26 - -", True),
-    ("fd00::/8", "fd00::348", True),
-    ("fd00::/8", "10.0.0.1", False),
-    ("::1", "addr ::1 here", True),
-])
+@pytest.mark.parametrize(
+    "pattern,text,expected",
+    [
+        ("192.168.0.1", "from 192.168.0.1 ok", True),
+        ("192.168.0.1", "from 192.168.0.11 ok", False),
+        ("192.168.0.0/16", "x=192.168.5.15", True),
+        ("192.168.0.0/22", "192.168.6.32", False),
+        ("203.0.113.1-203.0.113.40", "203.0.113.21 - -", True),
+        ("203.0.113.1-203.0.113.40", "203.0.113.41 - -", False),
+        ("2001:db8::/32", "2001:db8:85a3::8a2e:370:c26 - -", True),
+        ("fd00::/8", "fd00::348", True),
+        ("fd00::/8", "10.0.0.1", False),
+        ("::1", "addr ::1 here", True),
+    ],
+)
 def test_ip_patterns(pattern, text, expected):
     assert text_contains_ip(text, parse_ip_pattern(pattern)) is expected
 

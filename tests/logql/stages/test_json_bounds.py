@@ -1,4 +1,5 @@
 """`| json` has bounded output and depth: no RecursionError (a 500), no quadratic label names."""
+
 import json
 import time
 
@@ -8,11 +9,14 @@ from svclog.logql.stages.json_parser import MAX_DEPTH, MAX_EXTRACTED, TOO_DEEP, 
 from svclog.model import LimitError
 
 
-@pytest.mark.parametrize("line", [
-    '{"a":' * 5000 + "1" + "}" * 5000,     # valid, deeper than the recursive walk allows
-    '{"a":' * 50000 + "1" + "}" * 50000,   # too deep even for the strict decoder: the scan path
-    '{"a":[' * 20000 + "]}" * 20000,
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"a":' * 5000 + "1" + "}" * 5000,  # valid, deeper than the recursive walk allows
+        '{"a":' * 50000 + "1" + "}" * 50000,  # too deep even for the strict decoder: the scan path
+        '{"a":[' * 20000 + "]}" * 20000,
+    ],
+)
 def test_deep_nesting_is_a_parser_error_not_a_crash(line):
     began = time.perf_counter()
     labels, error = parse_json_line(line)

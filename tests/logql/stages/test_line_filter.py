@@ -85,5 +85,7 @@ def test_literal_regex_matches_exactly_what_a_substring_search_does():
     lines = pa.array(["".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 12))) for _ in range(2000)])
     for _ in range(500):
         literal = "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 3)))
-        assert (pc.match_substring_regex(lines, literal_regex(literal)).to_pylist()
-                == pc.match_substring(lines, literal).to_pylist()), repr(literal)
+        assert (
+            pc.match_substring_regex(lines, literal_regex(literal)).to_pylist()
+            == pc.match_substring(lines, literal).to_pylist()
+        ), repr(literal)

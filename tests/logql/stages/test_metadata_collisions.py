@@ -1,5 +1,6 @@
 """Parsers name a key `<key>_extracted` when it is an original stream label or, on that
 entry, structured metadata (the reference's 3.7 parsers: BaseHas || HasInCategory(SM))."""
+
 from __future__ import annotations
 
 import pytest

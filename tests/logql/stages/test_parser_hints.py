@@ -1,4 +1,5 @@
 """Parser hints: the hinted paths (RE2 kernels for logfmt, wanted fields only for json) give the full parse's labels."""
+
 from __future__ import annotations
 
 import random
@@ -11,8 +12,23 @@ from svclog.logql.stages.logfmt_parser import LogfmtParserStage, _read_key
 from tests.logql.stages.helpers import STREAM, batch
 
 KEYS = ["duration", "level", "msg", "a", "app", "b_2", "_x", "du-ration", "9k", "k\ufffd", "app_extracted"]
-VALUES = ["", "5ms", "x y", "a=b", '"quoted"', '"with \\"esc\\""', '"unterminated', "\ufffd", "v\"q", "=", "1.5s",
-          '"sp ace"', '"multi word = sign"', '""', "\t"]
+VALUES = [
+    "",
+    "5ms",
+    "x y",
+    "a=b",
+    '"quoted"',
+    '"with \\"esc\\""',
+    '"unterminated',
+    "\ufffd",
+    'v"q',
+    "=",
+    "1.5s",
+    '"sp ace"',
+    '"multi word = sign"',
+    '""',
+    "\t",
+]
 
 
 def _line(rnd: random.Random) -> str:
@@ -24,8 +40,11 @@ def _line(rnd: random.Random) -> str:
             parts.append(key)
         else:
             value = rnd.choice(VALUES)
-            parts.append(f"{key}={value}" if not value.startswith('"') or " " not in value or rnd.random() < 0.8
-                         else f"{key}={value[1:]}")
+            parts.append(
+                f"{key}={value}"
+                if not value.startswith('"') or " " not in value or rnd.random() < 0.8
+                else f"{key}={value[1:]}"
+            )
     sep = rnd.choice([" ", " ", "  ", "\t", ""])
     return sep.join(parts) + rnd.choice(["", " ", "\n"])
 
@@ -39,18 +58,28 @@ def _labels(stage: LogfmtParserStage, lines: list[str], names: frozenset[str]) -
 def test_hinted_labels_equal_full_parse(seed):
     rnd = random.Random(seed)
     lines = [_line(rnd) for _ in range(60)]
-    names = frozenset(rnd.sample(["duration", "msg", "a", "b_2", "_x", "du_ration", "_9k", "app", "app_extracted",
-                                  "level", "missing"], 4))
+    names = frozenset(
+        rnd.sample(
+            ["duration", "msg", "a", "b_2", "_x", "du_ration", "_9k", "app", "app_extracted", "level", "missing"], 4
+        )
+    )
     full = _labels(LogfmtParserStage(ast.LogfmtParser()), lines, names)
     hinted = _labels(LogfmtParserStage(ast.LogfmtParser(), only=names), lines, names)
     assert hinted == full, lines
 
 
 def test_last_non_empty_occurrence_wins_and_quoted_text_is_not_a_key():
-    lines = ['duration=5 msg="x duration=7 y" duration=', 'msg="duration=1" duration="2 s"', "duration=3 duration=4",
-             'msg="only duration=8 in quotes" a=1', 'msg="a" duration=', 'duration="" x=1 duration=6']
-    hinted = _labels(LogfmtParserStage(ast.LogfmtParser(), only=frozenset({"duration"})), lines,
-                     frozenset({"duration"}))
+    lines = [
+        'duration=5 msg="x duration=7 y" duration=',
+        'msg="duration=1" duration="2 s"',
+        "duration=3 duration=4",
+        'msg="only duration=8 in quotes" a=1',
+        'msg="a" duration=',
+        'duration="" x=1 duration=6',
+    ]
+    hinted = _labels(
+        LogfmtParserStage(ast.LogfmtParser(), only=frozenset({"duration"})), lines, frozenset({"duration"})
+    )
     assert hinted == {"duration": ["5", "2 s", "4", None, None, "6"]}
 
 
@@ -64,7 +93,9 @@ def test_logfmt_parameters_under_hints_stop_at_the_first_parameter_key_like_the_
     lines = ["latency=0.5 currency=EUR", "currency=USD latency=2", "other=1"]
     hinted = LogfmtParserStage(ast.LogfmtParser(params=params), only=frozenset({"latency", "currency"}))
     assert _labels(hinted, lines, frozenset({"latency", "currency"})) == {
-        "latency": ["0.5", "", ""], "currency": ["", "USD", ""]}
+        "latency": ["0.5", "", ""],
+        "currency": ["", "USD", ""],
+    }
     full = LogfmtParserStage(ast.LogfmtParser(params=params))
     assert _labels(full, lines, frozenset({"currency"})) == {"currency": ["EUR", "USD", ""]}
     wider = LogfmtParserStage(ast.LogfmtParser(params=params), only=frozenset({"latency", "app"}))
@@ -74,8 +105,23 @@ def test_logfmt_parameters_under_hints_stop_at_the_first_parameter_key_like_the_
 # Plain-looking lines built to probe the two-pass kernels (logfmt_kernels): the key at the
 # start, after tabs, bare, empty, repeated, inside quoted values, as part of longer keys.
 PLAIN_KEYS = ["duration", "myduration", "durationx", "dur", "d", "a", "msg", "duration_ms"]
-PLAIN_VALUES = ["5ms", "", '""', '"x duration=9 y"', '"duration=1"', '"a\tduration=2"', "1.5s", '"sp ace"',
-                '"duration"', "duration", '"\u00e9t\u00e9"', '"say \\"hi\\""', "a=b", '"x', "\ufffd"]
+PLAIN_VALUES = [
+    "5ms",
+    "",
+    '""',
+    '"x duration=9 y"',
+    '"duration=1"',
+    '"a\tduration=2"',
+    "1.5s",
+    '"sp ace"',
+    '"duration"',
+    "duration",
+    '"\u00e9t\u00e9"',
+    '"say \\"hi\\""',
+    "a=b",
+    '"x',
+    "\ufffd",
+]
 
 
 def _plain_line(rnd: random.Random) -> str:
@@ -101,12 +147,31 @@ def test_two_pass_kernels_equal_full_parse(seed):
 
 
 def test_two_pass_kernels_decide_plain_lines_and_leave_the_rest():
-    lines = ["a=1 duration=5ms b=2", "duration=7 x=1", "x=1\tduration=3", 'msg="duration=1" duration=4',
-             'msg="x duration=1" duration=4', "duration=1 duration=2", "a=1 b=2", 'a="duration=1"', "a=b=c duration=1"]
+    lines = [
+        "a=1 duration=5ms b=2",
+        "duration=7 x=1",
+        "x=1\tduration=3",
+        'msg="duration=1" duration=4',
+        'msg="x duration=1" duration=4',
+        "duration=1 duration=2",
+        "a=1 b=2",
+        'a="duration=1"',
+        "a=b=c duration=1",
+    ]
     values, decided = _read_key(pa.array(lines), "duration")
     assert decided.tolist() == [True, True, False, True, False, False, True, True, False]
     assert [v if d else "?" for v, d in zip(values.to_pylist(), decided)] == [
-        "5ms", "7", "?", "4", "?", "?", None, None, "?"]
-    hinted = _labels(LogfmtParserStage(ast.LogfmtParser(), only=frozenset({"duration"})), lines,
-                     frozenset({"duration"}))
+        "5ms",
+        "7",
+        "?",
+        "4",
+        "?",
+        "?",
+        None,
+        None,
+        "?",
+    ]
+    hinted = _labels(
+        LogfmtParserStage(ast.LogfmtParser(), only=frozenset({"duration"})), lines, frozenset({"duration"})
+    )
     assert hinted == {"duration": ["5ms", "7", "3", "4", "4", "2", None, None, "1"]}

@@ -3,9 +3,11 @@ from svclog.logql.stages.batch import ERROR_DETAILS_LABEL, ERROR_LABEL
 from svclog.logql.stages.logfmt_parser import LogfmtParserStage, _first_error_pairs
 from tests.logql.stages.helpers import batch, col, run, series
 
-API = ('{"ts":"t1","level":"warn","status":503,"latency_ms":359.295,"cache_hit":true,'
-       '"user":{"id":"u-1","roles":["a"]},"request":{"headers":{"User-Agent":"curl/8","X-Request-Id":"r-1"}},'
-       '"tags":["x","y"],"nothing":null,"2fa":"on"}')
+API = (
+    '{"ts":"t1","level":"warn","status":503,"latency_ms":359.295,"cache_hit":true,'
+    '"user":{"id":"u-1","roles":["a"]},"request":{"headers":{"User-Agent":"curl/8","X-Request-Id":"r-1"}},'
+    '"tags":["x","y"],"nothing":null,"2fa":"on"}'
+)
 
 
 def test_json_flattens_and_sanitises():
@@ -44,10 +46,15 @@ def test_json_escapes_and_trailing_text():
 
 
 def test_json_params():
-    params = (ast.LabelExtraction("lat", "latency_ms"), ast.LabelExtraction("tags"),
-              ast.LabelExtraction("agent", 'request.headers["User-Agent"]'),
-              ast.LabelExtraction("first", "tags[0]"), ast.LabelExtraction("u", "user"),
-              ast.LabelExtraction("missing", "no.such"), ast.LabelExtraction("level"))
+    params = (
+        ast.LabelExtraction("lat", "latency_ms"),
+        ast.LabelExtraction("tags"),
+        ast.LabelExtraction("agent", 'request.headers["User-Agent"]'),
+        ast.LabelExtraction("first", "tags[0]"),
+        ast.LabelExtraction("u", "user"),
+        ast.LabelExtraction("missing", "no.such"),
+        ast.LabelExtraction("level"),
+    )
     b = run([ast.JsonParser(params)], API)
     assert col(b, "lat") == ["359.295"]
     assert col(b, "tags") == ['["x","y"]']
@@ -84,7 +91,7 @@ def test_logfmt_keep_empty():
 
 
 def test_logfmt_malformed_pairs_skipped_without_strict():
-    line = "ts=1 level=debug msg=\"retrying\" attempt=2 foo=bar=buzz after=1"
+    line = 'ts=1 level=debug msg="retrying" attempt=2 foo=bar=buzz after=1'
     b = run([ast.LogfmtParser()], line)
     assert col(b, "attempt") == ["2"] and col(b, "after") == ["1"]
     assert not b.has_label("foo")
