@@ -39,6 +39,7 @@ def ingester_settings(cfg: Config, instance_id: str) -> IngesterSettings:
         max_chunk_age=ing.max_chunk_age,
         checkpoint_interval_s=ing.wal.checkpoint_duration / 1e9,
         max_streams_per_tenant=cfg.limits_config.max_streams_per_user,
+        chunk_retain_period=ing.chunk_retain_period,
     )
 
 
@@ -77,6 +78,7 @@ class IngesterActor:
                     elapsed = 0.0
                     self.ingester.flush()
                     self.ingester.maybe_checkpoint()
+                self.ingester.expire_retained()  # between flushes too: retained chunks go on time
                 self.ingester.tails.expire()
             except Exception:
                 log.exception("ingester background loop")

@@ -1,13 +1,14 @@
 """DeleteFilter: which entries a delete request removes, evaluated column-wise with pyarrow.
 
-Used twice: by queriers, so deleted lines vanish from results as soon as a request is
-stored (`pending_delete_filters`, `QueryTimeDeletes`), and by the compactor when it
+Used twice: by queriers, so deleted lines vanish from results once a request is stored
+(`QueryTimeDeletes`: within DELETES_TTL_S, at once in the process that stored it), and by the compactor when it
 rewrites chunks. Every stored request counts, processed ones too: entries still held by
 ingesters when a shard was processed are flushed later and must stay hidden.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from svclog.logql import ast
 from svclog.logql.source import StreamBlock
 from svclog.logql.stages.line_filter import line_filter_mask
 from svclog.model import Labels, Matcher, SvcError, labels_match
+from svclog.storage.index import SingleFlight
 
 
 @dataclass(frozen=True)
@@ -113,32 +115,98 @@ def apply_to_block(filters: list[DeleteFilter], block: StreamBlock) -> StreamBlo
     return StreamBlock(block.labels, block.ts.filter(keep), block.line.filter(keep), metadata)
 
 
-class QueryTimeDeletes:
-    """The querier's view of delete requests: filters per tenant, re-read at most every `max_age_s`.
+# How long a querier reuses a tenant's listing of delete requests. The reference's queriers keep
+# theirs for 5 minutes (the delete requests client's cache); a few seconds keep a new request's
+# lag short while a query's sub-queries no longer each LIST the tenant's requests.
+DELETES_TTL_S = 5.0
 
-    max_age_s=0 (the default) reads the tenant's requests on every query, so a request is
-    honoured by the very next query; a list of a missing prefix is all a tenant without
-    requests costs.
+
+@dataclass(frozen=True)
+class _TenantView:
+    keys: tuple[str, ...]
+    filters: list[DeleteFilter]
+    listed_at: float  # the clock before the LIST
+    generation: int  # this process's writes under the tenant's prefix when it was listed
+    changed_at: float  # when this process first saw this set of requests
+
+
+class QueryTimeDeletes:
+    """The querier's view of delete requests: filters per tenant.
+
+    A tenant's requests are listed at most once per `max_age_s` (and again at once after this
+    process created or cancelled one of them), and each request is read once: what a filter
+    takes from a request (query, shard bounds) never changes after it is stored. So a new or
+    cancelled request shows in other processes' queries within `max_age_s`, as the reference's
+    queriers show it within their cache's refresh. Concurrent misses of a tenant make one LIST.
     """
 
-    def __init__(self, requests: DeleteRequestStore, max_age_s: float = 0.0):
+    def __init__(self, requests: DeleteRequestStore, max_age_s: float = DELETES_TTL_S, clock=time.monotonic):
         self.requests = requests
         self.max_age_s = max_age_s
-        self._cache: dict[str, tuple[float, list[DeleteFilter]]] = {}
+        self._clock = clock
+        self._views: dict[str, _TenantView] = {}
+        self._bodies: dict[str, list[DeleteFilter]] = {}  # request key -> its filters
         self._lock = threading.Lock()
+        self._loading = SingleFlight()
+        self.listings_read = 0  # LISTs made (cache misses)
+
+    def _fresh(self, tenant: str) -> _TenantView | None:
+        with self._lock:
+            view = self._views.get(tenant)
+        if view is None or self._clock() - view.listed_at >= self.max_age_s:
+            return None
+        current = self.requests.store.generation(self.requests.prefix(tenant))
+        return view if view.generation == current else None
+
+    def _view(self, tenant: str) -> _TenantView:
+        view = self._fresh(tenant)
+        if view is not None:
+            return view
+        with self._loading.gate(tenant):
+            try:
+                view = self._fresh(tenant)  # listed by the caller this one waited for
+                return view if view is not None else self._list(tenant)
+            finally:
+                self._loading.done(tenant)
+
+    def _list(self, tenant: str) -> _TenantView:
+        generation = self.requests.store.generation(self.requests.prefix(tenant))
+        listed_at = self._clock()
+        keys = tuple(self.requests.keys(tenant))
+        filters: list[DeleteFilter] = []
+        for key in keys:
+            with self._lock:
+                known = self._bodies.get(key)
+            if known is None:
+                try:
+                    known = filters_for(self.requests.read(key))
+                except FileNotFoundError:
+                    continue  # cancelled between list and read
+                with self._lock:
+                    self._bodies[key] = known
+            filters.extend(known)
+        with self._lock:
+            before = self._views.get(tenant)
+            changed_at = before.changed_at if before is not None and before.keys == keys else listed_at
+            view = self._views[tenant] = _TenantView(keys, filters, listed_at, generation, changed_at)
+            for key in before.keys if before is not None else ():
+                if key not in keys:
+                    self._bodies.pop(key, None)  # cancelled: never listed again
+            self.listings_read += 1
+        return view
 
     def filters(self, tenant: str) -> list[DeleteFilter]:
-        now = time.monotonic()
-        if self.max_age_s > 0:
-            with self._lock:
-                cached = self._cache.get(tenant)
-            if cached is not None and now - cached[0] < self.max_age_s:
-                return cached[1]
-        found = pending_delete_filters(self.requests, tenant)
-        if self.max_age_s > 0:
-            with self._lock:
-                self._cache[tenant] = (now, found)
-        return found
+        return self._view(tenant).filters
+
+    def digest(self, tenant: str) -> str:
+        """The tenant's delete requests as a results-cache key part. For `max_age_s` after this process
+        saw the set change, other processes' queriers may still apply the old one: the key then also
+        names that moment, so what is cached meanwhile is never served once every querier has the new set."""
+        view = self._view(tenant)
+        text = repr(view.filters)
+        if self._clock() - view.changed_at < self.max_age_s:
+            text += f"|settling since {view.changed_at}"
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def table_filter(self, tenant: str) -> Callable[[Labels, pa.Table], pa.Table] | None:
         """A function removing deleted entries from one stream's table; None when nothing is deleted."""

@@ -224,13 +224,23 @@ class DeleteRequestStore:
     def tenants(self) -> list[str]:
         return self.store.list_dirs(DELETES_PREFIX)
 
+    @staticmethod
+    def prefix(tenant: str) -> str:
+        return f"{DELETES_PREFIX}/{tenant}"
+
+    def keys(self, tenant: str) -> list[str]:
+        """The keys of the tenant's stored requests (one LIST)."""
+        return [k for k in self.store.list(self.prefix(tenant)) if k.endswith(".json")]
+
+    def read(self, key: str) -> DeleteRequest:
+        """One stored request by key; FileNotFoundError when it was cancelled meanwhile."""
+        return DeleteRequest.from_bytes(self.store.get(key))
+
     def list(self, tenant: str) -> list[DeleteRequest]:
         found = []
-        for key in self.store.list(f"{DELETES_PREFIX}/{tenant}"):
-            if not key.endswith(".json"):
-                continue
+        for key in self.keys(tenant):
             try:
-                found.append(DeleteRequest.from_bytes(self.store.get(key)))
+                found.append(self.read(key))
             except FileNotFoundError:
                 continue  # cancelled between list and read
         return sorted(found, key=lambda r: (r.created_at_ms, r.request_id))

@@ -22,8 +22,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from svclog.compactor import DeleteRequestStore
-from svclog.compactor.delete_filter import pending_delete_filters
+from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri
 from svclog.logql import ast
 from svclog.logql.printer import print_expr
@@ -109,12 +108,8 @@ def results_cache_options(cfg: Config) -> dict:
         return {}
     embedded = (cfg.query_range.results_cache.cache or {}).get("embedded_cache") or {}
     max_bytes = int(float(embedded.get("max_size_mb", 100)) * (1 << 20))
-    requests = DeleteRequestStore(ObjectStore(object_store_uri(cfg)))
-
-    def deletes_digest(tenant: str) -> str:
-        return hashlib.sha256(repr(pending_delete_filters(requests, tenant)).encode()).hexdigest()
-
+    deletes = QueryTimeDeletes(DeleteRequestStore(ObjectStore(object_store_uri(cfg))))
     return {
         "results_cache": ResultsCache(max_bytes, cfg.limits_config.max_cache_freshness_per_query),
-        "deletes_digest": deletes_digest,
+        "deletes_digest": deletes.digest,
     }

@@ -20,9 +20,11 @@ import pyarrow as pa
 from svclog.chunk.head import SealedChunk
 from svclog.ingester.instance import PackedStreams, TenantInstance, check_deadline
 from svclog.ingester.payload import BatchStream, decode_batch, encode_batch
+from svclog.ingester.stream import MemoryStream
 from svclog.ingester.tail import TailRegistry
 from svclog.ingester.wal import WAL
 from svclog.model import Labels, Matcher, StreamColumns, SvcError
+from svclog.storage.index import MIN_CHUNK_RETAIN_S
 
 log = logging.getLogger(__name__)
 MINUTE = 60 * 1_000_000_000
@@ -38,6 +40,9 @@ class IngesterSettings:
     max_chunk_age: int = 120 * MINUTE
     checkpoint_interval_s: float = 300.0
     max_streams_per_tenant: int = 0
+    # ns a flushed chunk stays queryable here; a querier's index listing may be up to
+    # storage.index.LISTING_TTL_S old, so the ingester keeps at least that (see retain_s)
+    chunk_retain_period: int = 0
 
 
 class FlushError(SvcError):
@@ -78,6 +83,9 @@ class Ingester:
         self._flush_lock = threading.Lock()
         self._checkpoint_lock = threading.Lock()  # one checkpoint at a time; pushes are not held up
         self._last_checkpoint = time.monotonic()
+        # never shorter than the index listings queriers reuse: a chunk flushed after a querier
+        # listed the index must still be answered here until that listing has expired
+        self.retain_s = max(settings.chunk_retain_period / 1e9, MIN_CHUNK_RETAIN_S)
         self.wal = WAL(settings.wal_dir) if settings.wal_enabled else None
         if self.wal is not None:
             self._replay()
@@ -181,10 +189,16 @@ class Ingester:
         with self._lock:
             return sum(inst.flush_queue_length() for inst in self.tenants.values())
 
+    def expire_retained(self) -> int:
+        """Drop flushed chunks past the retain period (the background loop calls it between flushes)."""
+        with self._lock:
+            return sum(inst.expire_retained(time.monotonic(), self.retain_s) for inst in self.tenants.values())
+
     def memory_chunks(self) -> int:
+        """Chunks in memory: the heads, the chunks waiting for flush and the flushed ones retained."""
         with self._lock:
             return sum(
-                len(s.sealed) + (1 if len(s.head) else 0)
+                len(s.sealed) + len(s.retained) + (1 if len(s.head) else 0)
                 for inst in self.tenants.values()
                 for s in inst.streams.values()
             )
@@ -227,27 +241,35 @@ class Ingester:
                     else:
                         stream.head.compact()  # bounds how long one push's buffers stay pinned
             with self._lock:
-                pending = [
-                    (inst.tenant, stream, list(stream.sealed))
-                    for inst in self.tenants.values()
-                    for stream in inst.streams.values()
-                    if stream.sealed
-                ]
+                pending: dict[str, list[tuple[MemoryStream, list[SealedChunk]]]] = {}
+                for inst in self.tenants.values():
+                    for stream in inst.streams.values():
+                        if stream.sealed:
+                            pending.setdefault(inst.tenant, []).append((stream, list(stream.sealed)))
             flushed = 0
-            for tenant, stream, chunks in pending:
+            # one upload per tenant and cycle: its chunks, then one index segment for all of them (a
+            # segment per stream made ~100 small objects per flush for the compactor to merge)
+            for tenant, streams in pending.items():
                 try:
-                    self.writer.put_chunks(tenant, [(stream.labels, c) for c in chunks], self.settings.instance_id)
+                    self.writer.put_chunks(
+                        tenant,
+                        [(stream.labels, c) for stream, chunks in streams for c in chunks],
+                        self.settings.instance_id,
+                    )
                 except Exception as err:  # the store may be down: keep the chunks (and the WAL) and retry later
-                    log.exception("flush of %d chunks for %s failed", len(chunks), stream.labels)
-                    self.stats.flush_failures += 1
-                    failed += 1
+                    log.exception("flush of %d streams' chunks for tenant %s failed", len(streams), tenant)
+                    self.stats.flush_failures += len(streams)
+                    failed += len(streams)
                     first_error = first_error or err
                     continue
+                done_at = time.monotonic()
                 with self._lock:
-                    stream.sealed = [c for c in stream.sealed if all(c is not f for f in chunks)]
-                flushed += len(chunks)
+                    for stream, chunks in streams:
+                        stream.flushed(chunks, done_at, self.retain_s)
+                flushed += sum(len(chunks) for _, chunks in streams)
             with self._lock:
                 for instance in self.tenants.values():
+                    instance.expire_retained(time.monotonic(), self.retain_s)
                     instance.drop_empty()
             self.stats.flushed_chunks += flushed
             if flushed or force:
@@ -270,7 +292,7 @@ class Ingester:
                     (inst.tenant, stream.labels.items, [c.table for c in stream.sealed], stream.head.parts())
                     for inst in self.tenants.values()
                     for stream in inst.streams.values()
-                    if not stream.is_empty()
+                    if stream.sealed or len(stream.head)  # retained chunks are in the store already
                 ]
                 covered = self.wal.rotate()
             # Copying, pickling and fsyncing the snapshot take long: pushes go on meanwhile (into

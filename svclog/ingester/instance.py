@@ -183,10 +183,11 @@ class TenantInstance:
         return PackedStreams.pack(*self.select_scanned(matchers, start, end, shard, line_filters, deadline))
 
     def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:
-        """(labels, entries, bytes, chunks) of matching streams with entries in [start, end)."""
+        """(labels, entries, bytes, chunks) of matching streams with unflushed entries in [start, end):
+        as the reference, flushed chunks still retained in memory are left to the index's count."""
         out = []
         for stream in self.matching(matchers):
-            tables = stream.tables(start, end)
+            tables = stream.tables(start, end, retained=False)
             if tables:
                 lines = sum(t.num_rows for t in tables)
                 size = sum(int(pc.sum(pc.binary_length(t.column("line"))).as_py() or 0) for t in tables)
@@ -195,6 +196,13 @@ class TenantInstance:
 
     def series(self, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
         return [s.labels for s in self.matching(matchers) if s.tables(start, end)]
+
+    def expire_retained(self, now_s: float, retain_s: float) -> int:
+        """Drop flushed chunks kept for `retain_s` or longer, then the streams left empty."""
+        dropped = sum(s.expire_retained(now_s, retain_s) for s in self.streams.values() if s.retained)
+        if dropped:
+            self.drop_empty()
+        return dropped
 
     def drop_empty(self) -> None:
         for labels in [k for k, s in self.streams.items() if s.is_empty()]:

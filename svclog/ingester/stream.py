@@ -1,4 +1,5 @@
-"""MemoryStream: one stream's unflushed data in an ingester (head block + sealed chunks)."""
+"""MemoryStream: one stream's data in an ingester: head block, sealed chunks waiting for flush, and
+flushed chunks kept queryable for the retain period (`retained`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ class MemoryStream:
         self.fingerprint = labels.fingerprint()
         self.head = HeadBlock()
         self.sealed: list[SealedChunk] = []
+        # flushed chunks still answered from memory, with when they were flushed (monotonic seconds):
+        # a querier's index listing may predate the flush (see storage.index.LISTING_TTL_S)
+        self.retained: list[tuple[SealedChunk, float]] = []
         self.head_created_ns = now_ns
         self.last_append_ns = now_ns
 
@@ -46,19 +50,34 @@ class MemoryStream:
             return "max_age"
         return None
 
-    def is_empty(self) -> bool:
-        return not len(self.head) and not self.sealed
+    def flushed(self, chunks: list[SealedChunk], now_s: float, retain_s: float) -> None:
+        """`chunks` are in the store: no longer waiting for flush, kept for `retain_s` seconds."""
+        self.sealed = [c for c in self.sealed if all(c is not f for f in chunks)]
+        if retain_s > 0:
+            self.retained.extend((c, now_s) for c in chunks)
 
-    def tables(self, start: int, end: int) -> list[pa.Table]:
-        """Entries with start <= ts < end from sealed chunks and the head (unsorted across parts)."""
-        sealed, head = self.windows(start, end)
+    def expire_retained(self, now_s: float, retain_s: float) -> int:
+        """Drop flushed chunks retained for `retain_s` seconds or more; returns how many went."""
+        kept = [(c, at) for c, at in self.retained if now_s - at < retain_s]
+        dropped = len(self.retained) - len(kept)
+        self.retained = kept
+        return dropped
+
+    def is_empty(self) -> bool:
+        return not len(self.head) and not self.sealed and not self.retained
+
+    def tables(self, start: int, end: int, retained: bool = True) -> list[pa.Table]:
+        """Entries with start <= ts < end from the chunks and the head (unsorted across parts);
+        without the retained (already flushed) chunks when `retained` is False."""
+        sealed, head = self.windows(start, end, retained)
         return [t for t in (*sealed, head) if t is not None and t.num_rows]
 
-    def windows(self, start: int, end: int) -> tuple[list[pa.Table], pa.Table | None]:
-        """Entries with start <= ts < end of each sealed chunk whose bounds overlap the range, and
-        of the head (None when it does not overlap); a window may be empty."""
+    def windows(self, start: int, end: int, retained: bool = True) -> tuple[list[pa.Table], pa.Table | None]:
+        """Entries with start <= ts < end of each chunk (retained, then sealed: seal order) whose bounds
+        overlap the range, and of the head (None when it does not overlap); a window may be empty."""
+        chunks = [c for c, _ in self.retained] + self.sealed if retained else self.sealed
         sealed = [
-            _time_window(c.table, start, end, sorted_=True) for c in self.sealed if c.min_ts < end and c.max_ts >= start
+            _time_window(c.table, start, end, sorted_=True) for c in chunks if c.min_ts < end and c.max_ts >= start
         ]
         head = None
         if len(self.head) and self.head.min_ts < end and self.head.max_ts >= start:
@@ -68,6 +87,7 @@ class MemoryStream:
         return sealed, head
 
     def snapshot(self) -> list[pa.Table]:
+        """The unflushed entries (what a WAL checkpoint keeps): retained chunks are in the store."""
         parts = [c.table for c in self.sealed]
         if len(self.head):
             parts.append(self.head.table())
@@ -75,7 +95,7 @@ class MemoryStream:
 
     @property
     def memory_bytes(self) -> int:
-        return self.head.raw_bytes + sum(c.raw_bytes for c in self.sealed)
+        return self.head.raw_bytes + sum(c.raw_bytes for c in self.sealed) + sum(c.raw_bytes for c, _ in self.retained)
 
 
 def line_bytes(table: pa.Table) -> int:

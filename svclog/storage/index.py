@@ -1,14 +1,15 @@
 """The per-tenant, per-period index: which chunks hold which stream's entries.
 
 Each flush writes one immutable index segment (Arrow IPC) per tenant and period
-under `index/<tenant>/<period>/`; the compactor merges them. Readers list the
-segments of the periods a query spans (one LIST per period, never the tenant's whole
-prefix) and cache decoded segments by key. A period's listing can be kept for
-`listing_ttl_s` (0 by default: see LISTING_TTL_S) and shared by every query of the process meanwhile (one LIST per
-period, not per query or sub-query); inside `listing_snapshot` a query keeps the listing
-it saw first. So a segment another process wrote is seen within `listing_ttl_s` (the
-visibility delay); one this process wrote, at once. Concurrent misses of one listing or
-segment make one request, the others wait for it.
+under `index/<tenant>/<period>/` (an ingester: one per tenant and flush cycle); the
+compactor merges them. Readers list the segments of the periods a query spans (one LIST
+per period, never the tenant's whole prefix) and cache decoded segments by key. A period's
+listing is kept for `listing_ttl_s` (LISTING_TTL_S by default) and shared by every query of
+the process meanwhile; inside `listing_snapshot` a sub-query keeps the listing it saw first
+while it is younger than LISTING_TTL_S. So a segment another process wrote is seen within
+LISTING_TTL_S (the visibility delay); one this process wrote, at once. Ingesters keep flushed
+chunks queryable for longer than that (MIN_CHUNK_RETAIN_S), so no entry is missed meanwhile.
+Concurrent misses of one listing or segment make one request, the others wait for it.
 """
 
 from __future__ import annotations
@@ -47,21 +48,26 @@ INDEX_SCHEMA = pa.schema(
 )
 
 
-# How long a period's listing serves queries. 0 until ingesters keep flushed chunks queryable for at
-# least this long (`chunk_retain_period`): an ingester drops a chunk once it is flushed, so a
-# querier whose listing is older than the flush would miss those entries meanwhile.
-LISTING_TTL_S = 0.0
+# How long a period's listing serves queries (and at most how old a listing a sub-query reuses).
+# Safe because an ingester keeps each flushed chunk queryable for MIN_CHUNK_RETAIN_S after the
+# flush: a querier reads the ingesters first, then an index listing made at most LISTING_TTL_S
+# before, so a chunk flushed after that listing was made is still in the ingester's answer.
+LISTING_TTL_S = 5.0
+# The ingesters' floor for `chunk_retain_period` (seconds): the listing TTL with a margin, as the
+# reference keeps chunks for its index cache's validity plus a minute.
+MIN_CHUNK_RETAIN_S = 2 * LISTING_TTL_S
 MAX_LISTINGS = 4096  # (tenant, period) listings kept
 
-# (store id, tenant, period) -> segment keys, while a query runs (see listing_snapshot)
-_LISTINGS: ContextVar[dict[tuple[int, str, int], list[str]] | None] = ContextVar("index_listings", default=None)
+# (store id, tenant, period) -> listing, while a sub-query runs (see listing_snapshot)
+_LISTINGS: ContextVar[dict[tuple[int, str, int], _Listing] | None] = ContextVar("index_listings", default=None)
 
 
 @contextmanager
 def listing_snapshot() -> Iterator[None]:
     """Within it, each period's segments are listed once: a query reading its range in many
     windows (or asking for refs and series) makes one LIST per period, not one per read.
-    Segments flushed meanwhile show in the next query, as they would had it started later."""
+    Segments flushed meanwhile show in the next query, as they would had it started later,
+    or once the listing is LISTING_TTL_S old (ingesters retain flushed chunks only so long)."""
     if _LISTINGS.get() is not None:  # nested: the outer snapshot holds
         yield
         return
@@ -227,7 +233,8 @@ class SingleFlight:
 class IndexReader:
     """Looks up chunk refs; caches decoded segments (they are immutable), least recently used
     first out, up to a count and (when given) a size in decoded bytes, and each period's listing
-    for `listing_ttl_s` (0: list for every query)."""
+    for `listing_ttl_s` (0: list for every query; never more than LISTING_TTL_S in a service, as
+    the ingesters' retain period covers only that)."""
 
     def __init__(
         self,
@@ -298,26 +305,26 @@ class IndexReader:
             return None
         return entry if entry.generation == self.store.generation(prefix) else None
 
-    def _list_cached(self, slot: tuple[str, int | None], prefix: str, list_fn, fresh: bool) -> list[str]:
+    def _list_cached(self, slot: tuple[str, int | None], prefix: str, list_fn, fresh: bool) -> _Listing:
         """The prefix's listing from the cache while it is fresh, else one LIST (shared by concurrent callers)."""
         entry = None if fresh else self._fresh(slot, prefix)
         if entry is not None:
-            return entry.keys
+            return entry
         with self._loading.gate(slot):
             try:
                 entry = None if fresh else self._fresh(slot, prefix)  # listed by the caller this one waited for
                 if entry is not None:
-                    return entry.keys
+                    return entry
                 generation = self.store.generation(prefix)  # before the LIST: a write meanwhile lists again
-                listed_at = self._clock()
-                keys = list_fn()
+                listed_at = self._clock()  # before the LIST too: the listing's age is never understated
+                entry = _Listing(list_fn(), listed_at, generation)
                 with self._lock:
                     self.listings_read += 1
-                    self._listings[slot] = _Listing(keys, listed_at, generation)
+                    self._listings[slot] = entry
                     self._listings.move_to_end(slot)
                     while len(self._listings) > MAX_LISTINGS:
                         self._listings.popitem(last=False)
-                return keys
+                return entry
             finally:
                 self._loading.done(slot)
 
@@ -325,23 +332,25 @@ class IndexReader:
         memo = _LISTINGS.get()
         memo_key = (id(self.store), tenant, period)
         if memo is not None and not fresh and memo_key in memo:
-            return memo[memo_key]
+            kept = memo[memo_key]
+            if self._clock() - kept.listed_at < LISTING_TTL_S:  # older: flushed chunks may have left the ingesters
+                return kept.keys
         prefix = schema.index_dir(tenant, period)
-        keys = self._list_cached(
+        entry = self._list_cached(
             (tenant, period),
             prefix,
             fresh=fresh,
             list_fn=lambda: [k for k in self.store.list(prefix) if k.endswith(".arrow")],
         )
         if memo is not None:
-            memo[memo_key] = keys
-        return keys
+            memo[memo_key] = entry
+        return entry.keys
 
     def _periods_present(self, tenant: str) -> list[int]:
         """The tenant's periods that have an index directory (one delimited LIST, cached like a listing)."""
         prefix = schema.index_dir(tenant, 0).rsplit("/", 1)[0]
-        names = self._list_cached((tenant, None), prefix, fresh=False, list_fn=lambda: self.store.list_dirs(prefix))
-        return [int(p) for p in names if p.lstrip("-").isdigit()]
+        listing = self._list_cached((tenant, None), prefix, fresh=False, list_fn=lambda: self.store.list_dirs(prefix))
+        return [int(p) for p in listing.keys if p.lstrip("-").isdigit()]
 
     def segments(self, tenant: str, start: int, end: int) -> Iterable[_Segment]:
         wanted = schema.periods_between(start, end)

@@ -1,7 +1,14 @@
 import pyarrow as pa
 
 from svclog.chunk.format import CHUNK_SCHEMA
-from svclog.compactor import QueryTimeDeletes, apply_to_block, apply_to_table, pending_delete_filters
+from svclog.compactor import (
+    DeleteRequestStore,
+    QueryTimeDeletes,
+    apply_to_block,
+    apply_to_table,
+    pending_delete_filters,
+)
+from svclog.compactor.delete_filter import DELETES_TTL_S
 from svclog.logql.source import StreamBlock
 from svclog.model import NS
 from svclog.storage.objstore import ObjectStore
@@ -49,3 +56,44 @@ def test_cancelled_request_stops_filtering(tmp_path):
     assert view.table_filter("t")(GHOST, _table(10)).num_rows == 0
     compactor.cancel_delete_request("t", rid)
     assert view.table_filter("t") is None
+
+
+class _Tick:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_query_time_deletes_list_once_per_ttl_and_read_each_request_once(tmp_path):
+    """Another process's requests show within the TTL; this process's own at once; bodies read once."""
+    root = tmp_path / "store"
+    root.mkdir()
+    (tmp_path / "alias").symlink_to(root)  # the compactor's writes as another process's
+    compactor = make_compactor(ObjectStore(str(root)), Clock())
+    querier_store = ObjectStore(str(tmp_path / "alias"))
+    tick = _Tick()
+    view = QueryTimeDeletes(DeleteRequestStore(querier_store), clock=tick)
+    assert view.filters("t") == [] and view.listings_read == 1
+    compactor.create_delete_request("t", '{app="ghost"}', str(T0 // NS), str(T0 // NS + 100))
+    for _ in range(10):  # every sub-query within the TTL: no request at all
+        assert view.filters("t") == []
+    assert view.listings_read == 1 and querier_store.request_counts() == {"LIST": 1}
+    tick.now += DELETES_TTL_S
+    assert len(view.filters("t")) == 1 and view.listings_read == 2
+    # the results-cache digest names the change while other queriers may lag, then settles
+    settling = view.digest("t")
+    tick.now += DELETES_TTL_S - 0.1
+    assert view.digest("t") == settling
+    tick.now += 0.2
+    settled = view.digest("t")
+    assert settled != settling and view.digest("t") == settled
+    assert len(view.filters("t")) == 1 and querier_store.request_counts() == {"LIST": 3, "GET": 1}
+
+    # a request this process cancels is gone from its very next query
+    own = QueryTimeDeletes(compactor.requests, clock=tick)
+    rid = compactor.requests.list("t")[0].request_id
+    assert len(own.filters("t")) == 1
+    compactor.cancel_delete_request("t", rid)
+    assert own.filters("t") == []

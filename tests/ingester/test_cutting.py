@@ -110,4 +110,5 @@ def test_flush_all_reports_a_store_failure_and_keeps_the_chunks(tmp_path, clock)
     assert err.value.status == 503
     assert ing.flush_queue_length() == 2 and ing.stats.flush_failures == 2
     writer.failing = False
-    assert ing.flush_all() == 2 and ing.memory_chunks() == 0
+    assert ing.flush_all() == 2 and ing.flush_queue_length() == 0
+    assert ing.memory_chunks() == 2  # flushed, and retained for the retain period

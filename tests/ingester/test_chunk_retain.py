@@ -1,0 +1,115 @@
+"""chunk_retain_period: a querier whose index listing predates a flush still finds every entry.
+
+The querier's ObjectStore has its own root spelling (a symlink to the same directory), so its
+listing cache does not see the ingester's writes as its own: as for another process, only
+the listing TTL refreshes it. One fake clock drives both the listing TTL and the retain period.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+
+from svclog.ingester import ingester as ingester_module
+from svclog.ingester.ingester import Ingester, IngesterSettings
+from svclog.logql.source import SelectRequest
+from svclog.model import Labels, Matcher, MatchType, StreamColumns
+from svclog.querier.source import StoreSource
+from svclog.storage.chunk_store import ChunkStore
+from svclog.storage.index import LISTING_TTL_S, MIN_CHUNK_RETAIN_S, IndexReader
+from svclog.storage.objstore import ObjectStore
+
+APPS = ("a", "b", "c")
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Ingesters:
+    def __init__(self, ing: Ingester):
+        self.ing = ing
+
+    def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
+        return self.ing.select(tenant, matchers, start, end, shard, line_filters), 1
+
+    def series(self, tenant, matchers, start, end):
+        return self.ing.series(tenant, matchers, start, end)
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(ingester_module.time, "monotonic", clock)
+    (tmp_path / "store").mkdir()
+    os.symlink(tmp_path / "store", tmp_path / "alias")  # the querier's "other process" view of the store
+    ing = Ingester(IngesterSettings("ing-0", str(tmp_path / "wal")), ChunkStore(ObjectStore(str(tmp_path / "store"))))
+    querier_store = ObjectStore(str(tmp_path / "alias"))
+    source = lambda: StoreSource(  # noqa: E731 - a fresh source (and stats) per query, one reader for all
+        ["t"], reader, ChunkStore(querier_store), Ingesters(ing)
+    )
+    reader = IndexReader(querier_store, clock=clock)  # the default listing TTL, as a querier runs
+    return clock, ing, source
+
+
+def _query(source) -> dict[str, list[tuple[int, str]]]:
+    request = SelectRequest((Matcher("app", MatchType.RE, ".+"),), 0, 10**12)
+    return {str(b.labels): list(zip(b.ts.to_pylist(), b.line.to_pylist())) for b in source().select_logs(request)}
+
+
+def _push(ing, expected, app, ts, line):
+    ing.push("t", [StreamColumns(Labels({"app": app}.items()), [ts], [line])])
+    expected.setdefault(f'{{app="{app}"}}', []).append((ts, line))
+
+
+def test_a_listing_made_before_a_flush_misses_nothing(world):
+    clock, ing, source = world
+    expected: dict = {}
+    for i in range(5):
+        _push(ing, expected, "a", 100 + i, f"line {i}")
+    assert _query(source) == expected  # the querier has now listed the (empty) index and keeps it
+    assert ing.flush(force=True) == 1
+    clock.now += LISTING_TTL_S - 0.1  # the listing is still fresh: it does not show the new segment
+    assert _query(source) == expected  # answered by the ingester's retained chunk
+    clock.now += 0.2  # listing expired: the store answers as well, de-duplicated with the ingester
+    assert _query(source) == expected
+    clock.now += MIN_CHUNK_RETAIN_S
+    assert ing.expire_retained() == 1 and ing.memory_chunks() == 0
+    assert _query(source) == expected  # the store alone
+
+
+def test_without_the_retain_period_a_stale_listing_would_miss_the_flushed_entries(world):
+    clock, ing, source = world
+    ing.retain_s = 0.0  # the old behaviour: a flushed chunk leaves the ingester at once
+    expected: dict = {}
+    _push(ing, expected, "a", 100, "x")
+    assert _query(source) == expected
+    ing.flush(force=True)
+    clock.now += 1.0
+    assert _query(source) == {}  # what the retain period prevents
+    clock.now += LISTING_TTL_S
+    assert _query(source) == expected
+
+
+def test_interleaved_pushes_flushes_and_queries_always_see_every_entry(world):
+    clock, ing, source = world
+    rng = random.Random(7)
+    expected: dict = {}
+    ts = n = 0
+    for step in range(150):
+        for _ in range(rng.randint(0, 3)):
+            ts, n = ts + rng.choice((0, 1)), n + 1  # shared timestamps too: both lines must stay
+            _push(ing, expected, rng.choice(APPS), ts, f"entry {n}")
+        if rng.random() < 0.3:
+            ing.flush(force=rng.random() < 0.7)
+        if rng.random() < 0.2:
+            ing.expire_retained()
+        clock.now += rng.uniform(0, LISTING_TTL_S / 2)
+        got = _query(source)
+        assert got == {k: sorted(v, key=lambda e: e[0]) for k, v in expected.items()}, f"step {step}"
