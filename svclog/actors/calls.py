@@ -9,6 +9,7 @@ or restarting raises `ActorUnavailable` (HTTP 503), and a call unanswered in tim
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Awaitable
 from typing import Any
@@ -18,6 +19,8 @@ from ray.exceptions import ActorUnavailableError, RayActorError, RayError
 
 from svclog.actors.registry import named_actor
 from svclog.model import SvcError
+
+log = logging.getLogger("svclog")
 
 # One set of timeouts for every call (seconds); a caller picks the one its call is.
 PROBE_TIMEOUT_S = 5.0  # liveness probes: a busy actor is "starting", not failed
@@ -95,12 +98,50 @@ async def acall(method: Any, *args: Any, timeout: float | None = CALL_TIMEOUT_S,
         raise translate(err, _name(method), timeout) from None
 
 
+async def acall_cancelling(method: Any, *args: Any, timeout: float | None = QUERY_TIMEOUT_S, **kwargs: Any) -> Any:
+    """`acall` for work nobody should finish once its caller stops waiting: when the wait times
+    out or the awaiting task is cancelled (the HTTP client went away), the call is cancelled in
+    the actor too (not started yet: never runs; running: its guard sees Ray's cancel flag)."""
+    ref = method.remote(*args, **kwargs)
+    try:
+        return await asyncio.wait_for(awaitable(ref), timeout)
+    except asyncio.CancelledError:
+        cancel_calls([ref])
+        raise
+    except Exception as err:  # noqa: BLE001 - re-raised as the caller's error
+        if isinstance(err, TimeoutError):
+            cancel_calls([ref])
+        raise translate(err, _name(method), timeout) from None
+
+
+def cancel_calls(refs: list[Any]) -> int:
+    """Cancel actor calls by their references (best effort: finished ones are left alone); how many
+    cancellations were sent."""
+    sent = 0
+    for ref in refs:
+        try:
+            ray.cancel(ref)
+            sent += 1
+        except Exception:  # noqa: BLE001 - finished, or not a Ray reference (a test's coroutine)
+            log.debug("cancelling %r failed", ref, exc_info=True)
+    return sent
+
+
 async def fetch(ref: Any, timeout: float | None = QUERY_TIMEOUT_S) -> Any:
     """An answer another actor handed over as an object reference."""
     try:
         return await asyncio.wait_for(awaitable(ref), timeout)
     except Exception as err:  # noqa: BLE001 - re-raised as the caller's error
         raise translate(err, "fetching an answer", timeout) from None
+
+
+def call_cancelled() -> bool:
+    """Whether the caller cancelled the actor call this thread runs (`ray.cancel` sets a flag that
+    a threaded actor's method reads here; ~12 us a call); False outside a call."""
+    try:
+        return bool(ray.get_runtime_context().is_canceled())
+    except Exception:  # noqa: BLE001 - not in a task (a pull loop's thread), or no Ray worker
+        return False
 
 
 def fire(method: Any, *args: Any, **kwargs: Any) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import ray
 
-from svclog.actors.calls import CALL_TIMEOUT_S, QUERY_TIMEOUT_S, Handles, acall, call, remote_cause
+from svclog.actors.calls import CALL_TIMEOUT_S, QUERY_TIMEOUT_S, Handles, acall, call, cancel_calls, remote_cause
 from svclog.actors.options import RING_NAME
 from svclog.distributor.quorum import QuorumTracker
 from svclog.ingester.payload import encode_batch
@@ -60,6 +60,7 @@ class IngesterPool:
     """Pusher and IngesterReader over the ingester actors named in the ring."""
 
     applies_line_filters = True  # ingesters apply the request's leading line filters (pushdown)
+    cancellable = True  # `select` takes `on_cancel`: a cancelled query's selects are cancelled too
 
     def __init__(self, ring: RingClient, replication_factor: int):
         self.ring = ring
@@ -105,9 +106,11 @@ class IngesterPool:
                 errors[member_id] = TimeoutError(f"no answer from ingester {member_id} within {PUSH_TIMEOUT_S:g}s")
         return errors
 
-    def _fan_out(self, method: str, *args, strict: bool = False):
+    def _fan_out(self, method: str, *args, strict: bool = False, on_cancel=None):
         """`method` on every (healthy) ingester. Failures are tolerated below the replication factor;
-        with `strict` an ingester's own SvcError (e.g. a failed flush) is raised."""
+        with `strict` an ingester's own SvcError (e.g. a failed flush) is raised. `on_cancel`
+        (a QueryGuard's) registers a hook that cancels the calls still running when the query is
+        cancelled: a select not started yet never starts, a running one stops at its next stream."""
         ring = self.ring.get()
         members = ring.healthy_members() or list(ring.members.values())
         refs = []
@@ -116,14 +119,19 @@ class IngesterPool:
                 refs.append(getattr(self.handle(member.address), method).remote(*args))
             except Exception:
                 continue
+        forget = on_cancel(lambda: cancel_calls(refs)) if on_cancel is not None else None
         results, failures = [], 0
-        for ref in refs:
-            try:
-                results.append(ray.get(ref, timeout=QUERY_TIMEOUT_S))
-            except Exception as err:
-                if strict and isinstance(remote_cause(err), SvcError):
-                    raise remote_cause(err) from None
-                failures += 1
+        try:
+            for ref in refs:
+                try:
+                    results.append(ray.get(ref, timeout=QUERY_TIMEOUT_S))
+                except Exception as err:
+                    if strict and isinstance(remote_cause(err), SvcError):
+                        raise remote_cause(err) from None
+                    failures += 1
+        finally:
+            if forget is not None:
+                forget()
         if failures and failures >= self.rf:
             raise RuntimeError(f"{failures} ingesters failed to answer; data may be incomplete")
         return results
@@ -137,12 +145,15 @@ class IngesterPool:
         shard: tuple[int, int] | None,
         line_filters: tuple = (),
         deadline: float | None = None,
+        on_cancel=None,
     ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]:
         """Entries from every ingester, how many answered, and what they scanned (before line filters).
 
         Each replica scans its own copy of a stream; as the reference (which merges every
         ingester's stats by adding them), the scans are summed, so with RF 3 a line counts 3 times."""
-        results = self._fan_out("select", tenant, matchers, start, end, shard, line_filters, deadline)
+        results = self._fan_out(
+            "select", tenant, matchers, start, end, shard, line_filters, deadline, on_cancel=on_cancel
+        )
         scan = sum((packed.scan for packed in results), IngesterScan())
         return [item for packed in results for item in packed.unpack()], len(results), scan
 

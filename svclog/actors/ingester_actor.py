@@ -10,7 +10,7 @@ import threading
 
 import ray
 
-from svclog.actors.calls import CALL_TIMEOUT_S, ActorUnavailable
+from svclog.actors.calls import CALL_TIMEOUT_S, ActorUnavailable, call_cancelled
 from svclog.actors.clients import RingClient
 from svclog.actors.options import RING_NAME
 from svclog.actors.ring_member import RingMember
@@ -111,7 +111,8 @@ class IngesterActor:
         self.ingester.push(tenant, streams)
 
     def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
-        return self.ingester.select_packed(tenant, matchers, start, end, shard, line_filters, deadline)
+        # a querier cancels the select of a cancelled query (ray.cancel): it stops at the next stream
+        return self.ingester.select_packed(tenant, matchers, start, end, shard, line_filters, deadline, call_cancelled)
 
     def series(self, tenant, matchers, start, end):
         return self.ingester.series(tenant, matchers, start, end)

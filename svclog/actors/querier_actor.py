@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import ray
 
+from svclog.actors.calls import call_cancelled
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.indexgateway_actor import GatewayIndex
 from svclog.actors.registry import named_actor
@@ -16,12 +20,14 @@ from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri, replication_factor
 from svclog.log_level import apply_level
-from svclog.logql.engine.guard import QueryCancelled
+from svclog.logql.engine.guard import QueryCancelled, QueryGuard, QueryLimits
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.querier.running import RunningQueries
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
 from svclog.storage.objstore import ObjectStore
+
+R = TypeVar("R")
 
 
 def querier_settings(cfg: Config) -> QuerierSettings:
@@ -40,6 +46,8 @@ class QuerierActor:
         pool = IngesterPool(RingClient(), replication_factor(cfg))
         self._pullers: list[threading.Thread] = []
         self.running = RunningQueries()  # what the pull loops run, stopped when the scheduler says so
+        self.calls = RunningQueries()  # direct calls (metadata, the ruler's queries), stopped by ray.cancel
+        self._call_ids = itertools.count()
         self._stopping = threading.Event()
         # a bounded chunk cache per querier process (repeated dashboard queries hit it)
         # index lookups go to the tenant's index gateway while one runs (its ring has a healthy member)
@@ -114,6 +122,8 @@ class QuerierActor:
             finally:
                 self.running.finish(assignment.ticket)
                 del guard
+                if "partial" not in locals():  # cancelled or failed: what it read is garbage now
+                    release_unused_memory()
             scheduler.complete.remote(assignment.ticket, [ray.put(partial)])
             del partial  # the answer lives in the object store now; free this slot's memory
             release_unused_memory()
@@ -128,27 +138,46 @@ class QuerierActor:
         """The scheduler tickets this querier's pull loops run now (abandoned work shows here)."""
         return self.running.tickets()
 
+    def in_flight(self) -> dict[str, int]:
+        """Work running here now: sub-queries from the scheduler and direct calls (metadata, rules)."""
+        return {"subqueries": len(self.running.tickets()), "calls": len(self.calls.tickets())}
+
+    def _guarded(self, limits: QueryLimits | None, run: Callable[[QueryGuard], R]) -> R:
+        """A direct call under its query's deadline and memory budget, stopped when its caller
+        cancels it (ray.cancel: the gateway timed out or its HTTP client went away)."""
+        limits = (
+            limits if limits is not None else QueryLimits(memory_bytes=self.querier.settings.max_query_memory_bytes)
+        )
+        guard = limits.guard(cancelled_elsewhere=call_cancelled)
+        call_id = next(self._call_ids)
+        self.calls.start(call_id, guard)
+        try:
+            return run(guard)
+        finally:
+            self.calls.finish(call_id)
+            release_unused_memory()
+
     def index_lookups(self) -> dict:
         """How many index lookups went to an index gateway and how many were read here."""
         return self.querier.index.stats()
 
-    def query(self, tenants, request, queue_seconds: float = 0.0) -> dict:
-        return self.querier.query(tenants, request, queue_seconds)
+    def query(self, tenants, request, queue_seconds: float = 0.0, limits: QueryLimits | None = None) -> dict:
+        return self._guarded(limits, lambda g: self.querier.query(tenants, request, queue_seconds, guard=g))
 
-    def series(self, tenants, selectors, start, end) -> list[dict]:
-        return self.querier.series(tenants, selectors, start, end)
+    def series(self, tenants, selectors, start, end, limits: QueryLimits | None = None) -> list[dict]:
+        return self._guarded(limits, lambda g: self.querier.series(tenants, selectors, start, end, guard=g))
 
-    def index_stats(self, tenants, query, start, end) -> dict:
-        return self.querier.index_stats(tenants, query, start, end)
+    def index_stats(self, tenants, query, start, end, limits: QueryLimits | None = None) -> dict:
+        return self._guarded(limits, lambda g: self.querier.index_stats(tenants, query, start, end, guard=g))
 
-    def volume(self, tenants, *args) -> dict:
-        return self.querier.volume(tenants, *args)
+    def volume(self, tenants, *args: Any, limits: QueryLimits | None = None) -> dict:
+        return self._guarded(limits, lambda g: self.querier.volume(tenants, *args, guard=g))
 
-    def label_names(self, tenants, start, end, query) -> list[str]:
-        return self.querier.label_names(tenants, start, end, query)
+    def label_names(self, tenants, start, end, query, limits: QueryLimits | None = None) -> list[str]:
+        return self._guarded(limits, lambda g: self.querier.label_names(tenants, start, end, query, guard=g))
 
-    def label_values(self, tenants, name, start, end, query) -> list[str]:
-        return self.querier.label_values(tenants, name, start, end, query)
+    def label_values(self, tenants, name, start, end, query, limits: QueryLimits | None = None) -> list[str]:
+        return self._guarded(limits, lambda g: self.querier.label_values(tenants, name, start, end, query, guard=g))
 
 
 def release_unused_memory() -> None:

@@ -18,9 +18,9 @@ from svclog.actors.calls import (
     CALL_TIMEOUT_S,
     QUERY_TIMEOUT_S,
     ActorUnavailable,
-    CallTimeout,
     Handles,
     acall,
+    acall_cancelling,
     awaitable,
     call,
     fire,
@@ -102,8 +102,9 @@ class PatternFeed:
 
 
 class Queriers:
-    """The querier actors, called round robin; a call the querier cannot take (missing, dead,
-    restarting, or no answer in time) goes to the next one, once around the pool."""
+    """The querier actors, called round robin; a call the querier cannot take (missing, dead or
+    restarting: nothing of it runs) goes to the next one, once around the pool. A call unanswered
+    in time is not sent again: a copy would compete with the first for the same slots."""
 
     RETRY_PAUSE_S = 0.2
 
@@ -122,17 +123,20 @@ class Queriers:
             try:
                 querier = self._pick()
                 return call(getattr(querier, method), *args, timeout=timeout)
-            except (ActorUnavailable, CallTimeout) as err:
+            except ActorUnavailable as err:
                 last = err
         raise ActorUnavailable(f"no querier could answer: {last}")
 
-    async def acall(self, method: str, *args: Any, timeout: float = QUERY_TIMEOUT_S) -> Any:
+    async def acall(self, method: str, *args: Any, timeout: float = QUERY_TIMEOUT_S, **kwargs: Any) -> Any:
+        """The call's answer. Past `timeout`, or when the awaiting task is cancelled (the HTTP
+        client went away), the call is cancelled in the querier too and CallTimeout (or the
+        cancellation) is raised."""
         last: Exception | None = None
         for _ in range(len(self.names) + 1):
             try:
                 querier = self._pick()
-                return await acall(getattr(querier, method), *args, timeout=timeout)
-            except (ActorUnavailable, CallTimeout) as err:
+                return await acall_cancelling(getattr(querier, method), *args, timeout=timeout, **kwargs)
+            except ActorUnavailable as err:
                 last = err
                 await asyncio.sleep(self.RETRY_PAUSE_S)
         raise ActorUnavailable(f"no querier could answer: {type(last).__name__}")

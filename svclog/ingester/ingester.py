@@ -160,14 +160,16 @@ class Ingester:
         shard: tuple[int, int] | None = None,
         line_filters: tuple = (),
         deadline: float | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ):
-        """`select` for another process; `deadline` (the query's, wall-clock seconds) stops it early."""
+        """`select` for another process; `deadline` (the query's, wall-clock seconds) and `cancelled`
+        (true once the caller cancelled the query) stop it early."""
         with self._lock:
             instance = self.tenants.get(tenant)
             if instance is None:
                 return PackedStreams.pack([])
-            streams, scan = instance.select_scanned(matchers, start, end, shard, line_filters, deadline)
-        check_deadline(deadline)  # nobody waits for rows of a timed-out query: do not ship them
+            streams, scan = instance.select_scanned(matchers, start, end, shard, line_filters, deadline, cancelled)
+        check_deadline(deadline, cancelled)  # nobody waits for rows of a stopped query: do not ship them
         return PackedStreams.pack(streams, scan)  # any copy of slices runs outside the lock
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:

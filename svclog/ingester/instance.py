@@ -43,9 +43,17 @@ class SelectDeadlinePassed(SvcError):
     status = 504
 
 
-def check_deadline(deadline: float | None) -> None:
+class SelectCancelled(SvcError):
+    """A select stopped because its query was cancelled (the client went away, the frontend gave up)."""
+
+    status = 499
+
+
+def check_deadline(deadline: float | None, cancelled: Callable[[], bool] | None = None) -> None:
     if deadline is not None and time.time() >= deadline:
         raise SelectDeadlinePassed("ingester select stopped: the query's deadline passed")
+    if cancelled is not None and cancelled():
+        raise SelectCancelled("ingester select stopped: the query was cancelled")
 
 
 class TenantInstance:
@@ -144,16 +152,18 @@ class TenantInstance:
         shard: tuple[int, int] | None = None,
         line_filters: tuple = (),
         deadline: float | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> tuple[list[tuple[Labels, pa.Table]], IngesterScan]:
         """`select`, and what it scanned for it before the line filters (the query stats): lines and
         bytes in the range of head blocks and of sealed chunks, and the chunks overlapping it.
 
-        `deadline` (wall-clock seconds, the query's): checked between streams, so a select whose
-        query has timed out stops (SelectDeadlinePassed) instead of holding the ingester."""
+        `deadline` (wall-clock seconds, the query's) and `cancelled` (true once the query is
+        cancelled) are checked between streams, so a select whose query has timed out or was
+        cancelled stops (SelectDeadlinePassed, SelectCancelled) instead of holding the ingester."""
         out = []
         head_lines = head_bytes = chunk_lines = chunk_bytes = chunks = 0
         for stream in self.matching(matchers, shard):
-            check_deadline(deadline)
+            check_deadline(deadline, cancelled)
             sealed, head = stream.windows(start, end)
             chunks += len(sealed) + (head is not None)
             tables = [t for t in sealed if t.num_rows]
@@ -178,9 +188,10 @@ class TenantInstance:
         shard: tuple[int, int] | None = None,
         line_filters: tuple = (),
         deadline: float | None = None,
+        cancelled: Callable[[], bool] | None = None,
     ) -> PackedStreams:
         """`select` as one table (one transfer, one schema instead of one per stream)."""
-        return PackedStreams.pack(*self.select_scanned(matchers, start, end, shard, line_filters, deadline))
+        return PackedStreams.pack(*self.select_scanned(matchers, start, end, shard, line_filters, deadline, cancelled))
 
     def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:
         """(labels, entries, bytes, chunks) of matching streams with unflushed entries in [start, end):

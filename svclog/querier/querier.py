@@ -58,12 +58,19 @@ class Querier:
         )
 
     def query(
-        self, tenants: list[str], request: RangeRequest, queue_seconds: float = 0.0, limits: QueryLimits | None = None
+        self,
+        tenants: list[str],
+        request: RangeRequest,
+        queue_seconds: float = 0.0,
+        limits: QueryLimits | None = None,
+        guard: QueryGuard | None = None,
     ) -> dict:
         """query or query_range in one piece: the `data` object of the response, stats included."""
         expr, params = prepare_query(request, self.settings.max_entries_limit_per_query)
         began = time.perf_counter()
-        partial = self.execute(tenants, SubQuery(expr, params), limits.guard() if limits is not None else None)
+        if guard is None and limits is not None:
+            guard = limits.guard()
+        partial = self.execute(tenants, SubQuery(expr, params), guard)
         data = result_to_json(partial.result)
         data["stats"] = build_stats(partial.stats, time.perf_counter() - began, queue_seconds)
         return data
@@ -80,17 +87,24 @@ class Querier:
             )
         return PartialResult(result, source.stats)
 
-    def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]:
+    # Metadata requests take the guard of their call: its deadline and cancellation stop them
+    # between index lookups and chunks, as they stop a query.
+
+    def series(
+        self, tenants: list[str], selectors: list[str], start: int, end: int, guard: QueryGuard | None = None
+    ) -> list[dict]:
         if not selectors:
             raise ValidationError("at least one match[] argument must be provided")
-        source = self._source(tenants)
+        source = self._source(tenants, guard)
         found: set[Labels] = set()
         for text in selectors:
             found.update(source.select_series(_matchers(text), start, end))
         return [labels.to_dict() for labels in sorted(found)]
 
-    def index_stats(self, tenants: list[str], query: str, start: int, end: int) -> dict:
-        return index_stats(self.index, self.ingesters, tenants, _matchers(query), start, end)
+    def index_stats(
+        self, tenants: list[str], query: str, start: int, end: int, guard: QueryGuard | None = None
+    ) -> dict:
+        return index_stats(self.index, self.ingesters, tenants, _matchers(query), start, end, guard)
 
     def volume(
         self,
@@ -102,21 +116,28 @@ class Querier:
         target_labels: tuple[str, ...],
         aggregate_by: str,
         step: int | None,
+        guard: QueryGuard | None = None,
     ) -> dict:
         request = VolumeRequest(_matchers(query), start, end, limit, target_labels, aggregate_by, step)
-        return volumes(self._source(tenants), request)
+        return volumes(self._source(tenants, guard), request)
 
-    def label_names(self, tenants: list[str], start: int, end: int, query: str | None) -> list[str]:
-        series = self._series_for(tenants, start, end, query)
+    def label_names(
+        self, tenants: list[str], start: int, end: int, query: str | None, guard: QueryGuard | None = None
+    ) -> list[str]:
+        series = self._series_for(tenants, start, end, query, guard)
         return sorted({name for labels in series for name in labels.names()})
 
-    def label_values(self, tenants: list[str], name: str, start: int, end: int, query: str | None) -> list[str]:
-        series = self._series_for(tenants, start, end, query)
+    def label_values(
+        self, tenants: list[str], name: str, start: int, end: int, query: str | None, guard: QueryGuard | None = None
+    ) -> list[str]:
+        series = self._series_for(tenants, start, end, query, guard)
         return sorted({v for labels in series if (v := labels.get(name)) is not None})
 
-    def _series_for(self, tenants: list[str], start: int, end: int, query: str | None) -> list[Labels]:
+    def _series_for(
+        self, tenants: list[str], start: int, end: int, query: str | None, guard: QueryGuard | None = None
+    ) -> list[Labels]:
         matchers = _matchers(query) if query else ()
-        return list(self._source(tenants).select_series(matchers, start, end))
+        return list(self._source(tenants, guard).select_series(matchers, start, end))
 
 
 @dataclass

@@ -44,7 +44,9 @@ class IngesterReader(Protocol):
     ) -> IngesterAnswer:
         """Unflushed entries of matching streams from every ingester, how many answered and,
         when the ingesters tell, what they scanned for it (summed over them). `deadline` is the
-        query's (wall-clock seconds): an ingester stops its select when it passes."""
+        query's (wall-clock seconds): an ingester stops its select when it passes. A reader with
+        `cancellable = True` also takes `on_cancel` (QueryGuard.on_cancel) to stop its selects
+        when the query is cancelled."""
         ...
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]: ...
@@ -161,6 +163,7 @@ class StoreSource:
                     request.shard,
                     request.line_filters,
                     deadline=guard.deadline,
+                    **({"on_cancel": guard.on_cancel} if getattr(self.ingesters, "cancellable", False) else {}),
                 )
             except Exception:
                 guard.check()  # a select cut short by the deadline: the query's own timeout error
@@ -191,6 +194,7 @@ class StoreSource:
             probe = _stream_probe(request, labels, metadata_equals, line_probe)
             may_match = probe.may_match if probe is not None else None
             for ref in sorted(chunk_refs, key=lambda r: (r.sealed_ns, r.min_ts, r.max_ts)):
+                guard.check()  # every chunk: a select of thousands stops within one fetch
                 data = self.chunks.fetch(ref, request.start, request.end, fetch, may_match)
                 if len(data):
                     table = pa.Table.from_arrays([data.ts, data.line, data.metadata], schema=CHUNK_SCHEMA)
@@ -226,7 +230,9 @@ class StoreSource:
         tenants, rest = self._tenants_for(matchers)
         out: set[Labels] = set()
         for tenant in tenants:
+            self.guard.check()
             found = set(self.index.series(tenant, rest, start, end))
+            self.guard.check()
             if self._ingesters_wanted(end):
                 found.update(self.ingesters.series(tenant, rest, start, end))
             found = {labels for labels in found if labels_match(labels, rest)}

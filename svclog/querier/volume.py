@@ -102,15 +102,20 @@ def volumes(source, req: VolumeRequest) -> dict:
     return {"resultType": "matrix", "result": result}
 
 
-def index_stats(index, ingesters, tenants: list[str], matchers: tuple[Matcher, ...], start: int, end: int) -> dict:
+def index_stats(
+    index, ingesters, tenants: list[str], matchers: tuple[Matcher, ...], start: int, end: int, guard=None
+) -> dict:
     """Streams, chunks, entries and bytes: chunk refs from the index plus ingester memory.
 
     Chunk counts are per stored chunk (replicas that flushed the same stream each count),
     entries and bytes are those of whole overlapping chunks: an estimate, as the API allows.
+    `guard` (a QueryGuard) stops it between tenants at its deadline or when cancelled.
     """
     streams: set = set()
     chunks = entries = size = 0
     for tenant in tenants:
+        if guard is not None:
+            guard.check()
         for labels, refs in index.chunk_refs(tenant, matchers, start, end).items():
             streams.add((tenant, labels))
             chunks += len(refs)

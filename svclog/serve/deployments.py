@@ -12,7 +12,7 @@ from ray import serve
 from starlette.responses import PlainTextResponse
 
 from svclog import targets
-from svclog.actors.calls import ActorUnavailable
+from svclog.actors.calls import QUERY_TIMEOUT_S, ActorUnavailable
 from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
 from svclog.actors.options import PATTERN_INGESTER_NAME, querier_name
 from svclog.actors.registry import named_actor
@@ -248,26 +248,22 @@ class HostedFrontend:
                 raise
             return reply
 
-    async def _call(self, method: str, *args):
+    async def metadata(self, method: str, tenants, *args):
+        """Series, labels, label values, index stats and volume under the same deadline as a query
+        (the strictest tenant's query_timeout): the querier's call carries it and stops there;
+        past it, or when the client goes away, the call is cancelled in the querier (and its
+        ingester reads) and the answer is a 504 naming the timeout."""
+        limits = self.limits(tenants)
+        wait = QUERY_TIMEOUT_S if limits.deadline is None else max(0.0, limits.deadline - time.time())
         try:  # a querier that died or restarts: the next one answers
-            return await self.queriers.acall(method, *args)
+            return await self.queriers.acall(method, tenants, *args, timeout=wait, limits=limits)
         except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
+            if limits.deadline is not None and isinstance(remote_cause(err), (TimeoutError, QueryTimedOut)):
+                return ErrorReply.of(timeout_error(limits.timeout_ns))
             reply = ErrorReply.mapped(err)
             if reply is None:
                 raise
             return reply
-
-    async def metadata(self, method: str, tenants, *args):
-        """Series, labels, label values, index stats and volume under the same deadline as a query
-        (the strictest tenant's query_timeout): past it the wait stops and the answer is a 504
-        naming the timeout."""
-        limits = self.limits(tenants)
-        if limits.deadline is None:
-            return await self._call(method, tenants, *args)
-        try:
-            return await asyncio.wait_for(self._call(method, tenants, *args), max(0.0, limits.deadline - time.time()))
-        except TimeoutError:
-            return ErrorReply.of(timeout_error(limits.timeout_ns))
 
 
 @serve.ingress(app)

@@ -79,6 +79,22 @@ def _running(svc) -> tuple[int, list[list[int]]]:
     return stats.running, per_querier
 
 
+def _in_flight(svc) -> int:
+    """Work the queriers run now: sub-queries and direct (metadata) calls, all queriers together."""
+    counts = ray.get([q.in_flight.remote() for q in svc.handles["queriers"]], timeout=30)
+    return sum(c["subqueries"] + c["calls"] for c in counts)
+
+
+def _wait_idle(svc, seconds: float) -> float | None:
+    """Seconds until no querier runs anything and the scheduler holds no running ticket; None if never."""
+    began = time.time()
+    while time.time() < began + seconds:
+        if _running(svc)[0] == 0 and _in_flight(svc) == 0:
+            return time.time() - began
+        time.sleep(0.1)
+    return None
+
+
 @pytest.fixture(scope="module")
 def heavy(svc) -> tuple[int, int]:
     """LINES lines over the last half hour of HEAVY, each with its own trace_id: after `| logfmt`
@@ -167,26 +183,86 @@ def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc, heavy):
     assert after <= idle + (peak - idle) / 2 + 64 * mib, (idle, peak, after)
 
 
-def test_a_client_that_disconnects_stops_its_query_on_the_queriers(svc, heavy):
-    """No timeout fires here (60 s): the client giving up alone must stop the work everywhere."""
-    tenant = HEAVY
+def test_a_client_that_disconnects_stops_its_query_everywhere(svc, heavy):
+    """No timeout fires here (60 s): the client giving up alone must stop the work in the queriers
+    (and their ingester selects), free their memory, and leave another tenant's query its normal time."""
+    tenant, other = HEAVY, "wedge-light-2"
     _override(svc, tenant, {"query_timeout": "60s"})
     start, end = heavy
+    now = time.time_ns()
+    _push(svc, other, [{"stream": {"app": "light"}, "values": [[str(now - i * NS), f"l {i}"] for i in range(50)]}])
+    light = lambda: _query(svc, other, '{app="light"}', now - 3600 * NS, now + NS, 100)  # noqa: E731
+    status, body, normal = light()
+    assert status == 200, body
+    assert _wait_idle(svc, 30) is not None, "queriers busy before the test began"
+    idle = _querier_rss(svc)
+
     params = {"query": '{env=~".+"} | logfmt | n > 1', "start": str(start), "end": str(end), "limit": "100000"}
+    peak = [idle]
+
+    def sample_memory() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], _querier_rss(svc))
+            time.sleep(0.1)
+
+    stop = threading.Event()
+    sampler = threading.Thread(target=sample_memory, daemon=True)
+    sampler.start()
     with pytest.raises(httpx.TimeoutException):
-        httpx.get(svc.url + "/loki/api/v1/query_range", headers={"X-Scope-OrgID": tenant}, timeout=1.0, params=params)
+        httpx.get(svc.url + "/loki/api/v1/query_range", headers={"X-Scope-OrgID": tenant}, timeout=1.5, params=params)
     left = time.time()
-    assert any(_running(svc)[1]), "the query was no longer running when its client left"
-    while time.time() < left + 10:
-        running, per_querier = _running(svc)
-        if running == 0 and not any(per_querier):
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"work of a disconnected client still runs 10 s later: scheduler {running}, queriers {per_querier}")
+    busy = _in_flight(svc)
+    assert busy > 0, "the query was no longer running when its client left"
+
+    # another tenant's query answers in its normal time while the abandoned work is stopped
+    status, body, took = light()
+    assert status == 200 and len(json.loads(body)["data"]["result"][0]["values"]) == 50, body
+    assert took < max(2.0, 5 * normal), f"light query took {took:.2f}s after the disconnect (normal {normal:.3f}s)"
+
+    if _wait_idle(svc, 10) is None:
+        stop.set()
+        pytest.fail(
+            f"work of a disconnected client still runs 10 s later: {_running(svc)}, in flight {_in_flight(svc)}"
+        )
     freed = time.time() - left
+    stop.set()
+    sampler.join(5)
+    mib = 1 << 20
+    began, after = time.time(), _querier_rss(svc)
+    while time.time() < began + 10 and after > idle + (peak[0] - idle) / 2 + 64 * mib:
+        time.sleep(0.5)
+        after = _querier_rss(svc)
     # the same query left alone takes longer than its cancelled copy took to stop
-    status, body, took = _query(svc, tenant, params["query"], start, end, 100_000)
+    status, body, whole = _query(svc, tenant, params["query"], start, end, 100_000)
     assert status == 200, body[:200]
-    print(f"\nqueriers free {freed:.2f} s after the client left; the whole query takes {took:.2f} s")
-    assert freed < took
+    print(
+        f"\n{busy} querier slots busy when the client left, idle {freed:.2f} s later; the whole query takes "
+        f"{whole:.2f} s; light query {took:.3f} s (normal {normal:.3f} s); querier RSS idle {idle / mib:.0f} MiB, "
+        f"peak {peak[0] / mib:.0f} MiB, after {after / mib:.0f} MiB"
+    )
+    assert freed < 5 and freed < whole
+    assert after <= idle + (peak[0] - idle) / 2 + 64 * mib, (idle, peak[0], after)
+
+
+def test_a_metadata_request_past_its_deadline_is_a_504_and_leaves_no_work(svc, heavy):
+    """Series, labels, label values, index stats and volume carry the query deadline to the querier:
+    past it the answer is a 504 naming query_timeout and the querier runs nothing of it any more."""
+    tenant = "wedge-meta"
+    now = time.time_ns()
+    _push(svc, tenant, [{"stream": {"app": "m"}, "values": [[str(now - i * NS), f"m {i}"] for i in range(10)]}])
+    window = {"start": str(now - 3600 * NS), "end": str(now + NS)}
+    routes = {
+        "series": ("/loki/api/v1/series", {"match[]": '{app="m"}'}),
+        "labels": ("/loki/api/v1/labels", {}),
+        "label values": ("/loki/api/v1/label/app/values", {}),
+        "index stats": ("/loki/api/v1/index/stats", {"query": '{app="m"}'}),
+        "volume": ("/loki/api/v1/index/volume", {"query": '{app="m"}'}),
+    }
+    for name, (path, params) in routes.items():  # answered under a normal deadline
+        resp = httpx.get(svc.url + path, headers={"X-Scope-OrgID": tenant}, params={**window, **params}, timeout=30)
+        assert resp.status_code == 200, (name, resp.text)
+    _override(svc, tenant, {"query_timeout": "1ms"})
+    for name, (path, params) in routes.items():
+        resp = httpx.get(svc.url + path, headers={"X-Scope-OrgID": tenant}, params={**window, **params}, timeout=30)
+        assert resp.status_code == 504 and "(query_timeout)" in resp.text, (name, resp.status_code, resp.text)
+    assert _wait_idle(svc, 5) is not None, f"metadata work still runs: in flight {_in_flight(svc)}"

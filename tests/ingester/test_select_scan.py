@@ -80,7 +80,7 @@ class _Pool(IngesterPool):
     def __init__(self, instances: list[TenantInstance]):
         self.instances = instances
 
-    def _fan_out(self, method, tenant, matchers, start, end, shard, line_filters, deadline=None):
+    def _fan_out(self, method, tenant, matchers, start, end, shard, line_filters, deadline=None, on_cancel=None):
         assert method == "select"
         return [i.select_packed(matchers, start, end, shard, line_filters, deadline) for i in self.instances]
 

@@ -9,6 +9,7 @@ sub-query and its cancel watcher sets the flag from another thread.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -19,6 +20,8 @@ import pyarrow as pa
 from svclog.gocompat.durations import format_go_duration
 from svclog.model import LimitError, SvcError
 
+log = logging.getLogger("svclog")
+PROBE_EVERY_S = 0.05  # how often `check` asks a cancel probe (a Ray probe costs ~12 us a call)
 TIMEOUT_ADVICE = (
     "decrease the duration of the request or add more label matchers "
     "(prefer exact match over regex match) to reduce the amount of data processed"
@@ -69,8 +72,8 @@ class QueryLimits:
         now = time.time() if now is None else now
         return cls(now + timeout_ns / 1e9 if timeout_ns > 0 else None, timeout_ns, memory_bytes)
 
-    def guard(self) -> QueryGuard:
-        return QueryGuard(self.deadline, self.timeout_ns, self.memory_bytes)
+    def guard(self, cancelled_elsewhere: Callable[[], bool] | None = None) -> QueryGuard:
+        return QueryGuard(self.deadline, self.timeout_ns, self.memory_bytes, cancelled_elsewhere=cancelled_elsewhere)
 
 
 def smallest_positive(values: Iterable[int]) -> int:
@@ -81,7 +84,12 @@ def smallest_positive(values: Iterable[int]) -> int:
 
 class QueryGuard:
     """Deadline (wall clock, seconds since the epoch, so it means the same in every process),
-    cancellation and a byte budget for one query; `None`/0 disable a part."""
+    cancellation and a byte budget for one query; `None`/0 disable a part.
+
+    Cancellation comes from `cancel()` (another thread: the querier's heartbeat watcher) or from
+    `cancelled_elsewhere`, a probe asked at most every PROBE_EVERY_S (the caller's RPC framework
+    saying the call was cancelled). `on_cancel` hooks pass the cancellation on to work this query
+    started elsewhere (an ingester's select)."""
 
     def __init__(
         self,
@@ -89,6 +97,7 @@ class QueryGuard:
         timeout_ns: int = 0,
         memory_limit: int = 0,
         clock: Callable[[], float] = time.time,
+        cancelled_elsewhere: Callable[[], bool] | None = None,
     ):
         self.deadline = deadline
         self.timeout_ns = timeout_ns
@@ -96,22 +105,61 @@ class QueryGuard:
         self._clock = clock
         self._cancelled = threading.Event()
         self._lock = threading.Lock()
+        self._elsewhere = cancelled_elsewhere
+        self._probed_at = float("-inf")
+        self._hooks: dict[int, Callable[[], None]] = {}
+        self._next_hook = 0
         self.held = 0
         self.peak = 0
 
     def cancel(self) -> None:
-        self._cancelled.set()
+        """Stop the query at its next check and run the `on_cancel` hooks (once)."""
+        with self._lock:
+            if self._cancelled.is_set():
+                return
+            self._cancelled.set()
+            hooks, self._hooks = list(self._hooks.values()), {}
+        for hook in hooks:
+            try:
+                hook()
+            except Exception:  # noqa: BLE001 - best effort: the work elsewhere may be gone already
+                log.debug("cancel hook failed", exc_info=True)
+
+    def on_cancel(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Run `hook` when the query is cancelled (at once if it already is); returns a function
+        that removes it (call it once the work it would stop has finished)."""
+        with self._lock:
+            if not self._cancelled.is_set():
+                key = self._next_hook
+                self._next_hook += 1
+                self._hooks[key] = hook
+                return lambda: self._remove_hook(key)
+        hook()
+        return lambda: None
+
+    def _remove_hook(self, key: int) -> None:
+        with self._lock:
+            self._hooks.pop(key, None)
 
     @property
     def cancelled(self) -> bool:
-        return self._cancelled.is_set()
+        if self._cancelled.is_set():
+            return True
+        if self._elsewhere is not None:
+            now = time.monotonic()
+            if now - self._probed_at >= PROBE_EVERY_S:
+                self._probed_at = now
+                if self._elsewhere():
+                    self.cancel()
+                    return True
+        return False
 
     def expired(self) -> bool:
         return self.deadline is not None and self._clock() >= self.deadline
 
     def check(self) -> None:
         """Raise if the query should stop now: cancelled, or past its deadline."""
-        if self._cancelled.is_set():
+        if self.cancelled:
             raise QueryCancelled("the request was cancelled by the client")
         if self.expired():
             raise timeout_error(self.timeout_ns)
