@@ -28,18 +28,32 @@ import pyarrow as pa
 
 from svclog.ingester.payload import BatchStream
 from svclog.logql import ast
+from svclog.logql.engine.result import EntryLabels
 from svclog.logql.parser import parse_log_query
 from svclog.logql.source import METADATA_TYPE, StreamBlock
-from svclog.logql.stages import Pipeline, block_to_batch, build_pipeline, group_by_labels
+from svclog.logql.stages import Pipeline, block_to_batch, build_pipeline, group_by_categories
 from svclog.model import Labels, LimitError, StreamColumns, labels_match
 
 log = logging.getLogger(__name__)
 
 
 class TailEntry(NamedTuple):
-    labels: Labels  # stream labels + structured metadata + parsed labels, as in query results
+    # The labels a plain tail shows: stream labels + structured metadata + parsed labels, as in
+    # query results, except for a query without stages, whose entries keep their stream's labels
+    # (the reference's ingester passes such pushes through untouched).
+    labels: Labels
     ts: int
     line: str
+    # The entry's structured metadata and parsed labels, for the categorize-labels encoding;
+    # None when unknown (the labels then hold everything).
+    entry_labels: EntryLabels | None = None
+
+    def all_labels(self) -> Labels:
+        """Stream labels, structured metadata and parsed labels together."""
+        if self.entry_labels is None:
+            return self.labels
+        sm, parsed = self.entry_labels
+        return Labels((*self.labels.items, *sm.items, *parsed.items))
 
 
 class DroppedEntry(NamedTuple):
@@ -70,6 +84,7 @@ class TailSubscription:
         self.tenant = tenant
         self.matchers = query.selector.matchers
         self.pipeline: Pipeline = build_pipeline(query.stages)
+        self.passthrough = not query.stages  # plain tails show the stream's own labels
         self.settings = settings
         self.last_polled = now
         self.polling = 0
@@ -103,8 +118,10 @@ class TailSubscription:
         ts = np.asarray(batch.ts.to_numpy(zero_copy_only=False), dtype=np.int64)
         lines = batch.line.to_pylist()
         out = []
-        for labels, indices in group_by_labels(batch):
-            out.extend(TailEntry(labels, int(ts[i]), lines[i]) for i in indices.to_numpy())
+        for (stream_labels, sm, parsed), indices in group_by_categories(batch):
+            extra = EntryLabels(sm, parsed)
+            labels = stream_labels if self.passthrough else Labels((*stream_labels.items, *sm.items, *parsed.items))
+            out.extend(TailEntry(labels, int(ts[i]), lines[i], extra) for i in indices.to_numpy())
         out.sort(key=lambda e: e.ts)  # stable: push order among equal timestamps
         return out
 
@@ -321,15 +338,43 @@ class TailMerger:
 def _key(entry: TailEntry) -> int:
     # A 64-bit hash instead of the entry itself keeps the window's memory small. Hash the label
     # items, not the Labels: its cached hash may come from another process (another hash seed).
-    return hash((entry.labels.items, entry.ts, entry.line))
+    # All of an entry's labels: a replayed entry and its live copy may split them differently.
+    return hash((entry.all_labels().items, entry.ts, entry.line))
 
 
-def tail_message(entries: list[TailEntry], dropped: list[DroppedEntry]) -> dict:
-    """The websocket message: entries grouped by labels (in order), `dropped_entries` only when any."""
-    streams: dict[tuple, list[list[str]]] = {}
-    for entry in entries:
-        streams.setdefault(entry.labels.items, []).append([str(entry.ts), entry.line])
-    message: dict = {"streams": [{"stream": dict(items), "values": values} for items, values in streams.items()]}
+def tail_message(
+    entries: list[TailEntry], dropped: list[DroppedEntry], flags: tuple[str, ...] = (), categorize: bool = False
+) -> dict:
+    """The websocket message, as the reference writes it: one stream object per entry, in order,
+    `dropped_entries` only when any, then `encodingFlags` when the request named any flags.
+
+    With `categorize` an entry is `[ts, line, {"structuredMetadata"?, "parsed"?}]` and its
+    stream shows the labels that are neither (the reference deletes them by name)."""
+    message: dict = {"streams": [_tail_stream(e, categorize) for e in entries]}
     if dropped:
         message["dropped_entries"] = [{"labels": d.labels.to_dict(), "timestamp": str(d.ts)} for d in dropped]
+    if flags:
+        message["encodingFlags"] = list(flags)
     return message
+
+
+def _tail_stream(entry: TailEntry, categorize: bool) -> dict:
+    if not categorize:
+        return {"stream": entry.labels.to_dict(), "values": [[str(entry.ts), entry.line]]}
+    sm, parsed = entry.entry_labels or (Labels(), Labels())
+    extra: dict = {}
+    if len(sm):
+        extra["structuredMetadata"] = sm.to_dict()
+    if len(parsed):
+        extra["parsed"] = parsed.to_dict()
+    return {"stream": entry_stream_labels(entry).to_dict(), "values": [[str(entry.ts), entry.line, extra]]}
+
+
+def entry_stream_labels(entry: TailEntry) -> Labels:
+    """An entry's labels without its structured metadata and parsed labels (removed by name,
+    as the reference's categorizing iterator does)."""
+    if entry.entry_labels is None:
+        return entry.labels
+    sm, parsed = entry.entry_labels
+    aside = {*sm.names(), *parsed.names()}
+    return Labels((k, v) for k, v in entry.labels.items if k not in aside)

@@ -6,7 +6,7 @@ with RFC 3339 timestamps, label lists as `{values}`, tail drops as Go-named `{Ti
 
 from __future__ import annotations
 
-from svclog.ingester.tail import DroppedEntry, TailEntry
+from svclog.ingester.tail import DroppedEntry, TailEntry, entry_stream_labels
 from svclog.model import Labels, format_rfc3339
 
 
@@ -27,14 +27,19 @@ def legacy_values_body(values: list[str]) -> dict:
     return {"values": list(values)}
 
 
-def legacy_tail_message(entries: list[TailEntry], dropped: list[DroppedEntry]) -> dict:
-    """A legacy tail websocket message; `dropped_entries` keeps the reference's untagged Go field names."""
-    # keyed by label items: a Labels' cached hash may come from another process (see tail_message)
-    streams: dict[tuple, tuple[Labels, list[dict]]] = {}
-    for entry in entries:
-        _, items = streams.setdefault(entry.labels.items, (entry.labels, []))
-        items.append({"ts": format_rfc3339(entry.ts), "line": entry.line})
-    return {
-        "streams": [{"labels": str(labels), "entries": items} for labels, items in streams.values()],
-        "dropped_entries": [{"Timestamp": format_rfc3339(d.ts), "Labels": str(d.labels)} for d in dropped],
-    }
+def legacy_tail_message(entries: list[TailEntry], dropped: list[DroppedEntry], categorize: bool = False) -> dict:
+    """A legacy tail websocket message: one stream per entry, as the reference sends them, and
+    `dropped_entries` with the reference's untagged Go field names (null when none).
+
+    With `categorize` (the encoding-flags header) a stream's labels leave out the entry's
+    structured metadata and parsed labels, which this shape has no place for."""
+    streams = [
+        {"labels": str(entry_stream_labels(e) if categorize else e.labels), "entries": [_legacy_entry(e)]}
+        for e in entries
+    ]
+    drops = [{"Timestamp": format_rfc3339(d.ts), "Labels": str(d.labels)} for d in dropped]
+    return {"streams": streams, "dropped_entries": drops or None}
+
+
+def _legacy_entry(entry: TailEntry) -> dict:
+    return {"ts": format_rfc3339(entry.ts), "line": entry.line}

@@ -21,7 +21,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from fastapi import FastAPI
@@ -33,13 +33,13 @@ from svclog.config import limits_for
 from svclog.frontend.params import range_request
 from svclog.ingester.tail import DroppedEntry, MergeSettings, PollResult, TailEntry, TailMerger, tail_message
 from svclog.logql.parser import parse_log_query
-from svclog.model import NS, Labels, LimitError, ValidationError, now_ns, parse_timestamp, single_tenant
+from svclog.model import NS, LimitError, ValidationError, now_ns, parse_timestamp, single_tenant
+from svclog.querier.request import CATEGORIZE_LABELS
 from svclog.serve.errors import as_svc_error, query_error_response
-from svclog.serve.legacy import legacy_tail_message
+from svclog.serve.tail_encoding import LEGACY_TAIL_PATHS, replayed_entry, tail_encoding
 
 log = logging.getLogger("svclog")
 
-LEGACY_TAIL_PATHS = ("/api/legacy/tail", "/api/prom/tail")  # answered in the legacy message shape
 TAIL_PATHS = ("/svc/api/v1/tail", "/loki/api/v1/tail", *LEGACY_TAIL_PATHS)
 MAX_DELAY_FOR_S = 5
 DEFAULT_LIMIT = 100
@@ -108,8 +108,16 @@ class IngesterTail(Protocol):
 
 
 class TailSession:
-    def __init__(self, request: TailRequest, ingesters: Any, query: Query, encode: Encode = tail_message):
+    def __init__(
+        self,
+        request: TailRequest,
+        ingesters: Any,
+        query: Query,
+        encode: Encode = tail_message,
+        categorize: bool = False,
+    ):
         self.request = request
+        self.categorize = categorize  # replay with each entry's structured metadata and parsed labels apart
         self.encode = encode  # the message shape: v1, or legacy on the deprecated paths
         self.pool = ingesters  # IngesterPool: ring snapshot and each ingester's tail client
         self.query = query
@@ -162,11 +170,12 @@ class TailSession:
             "limit": str(self.request.limit),
             "direction": "backward",
         }
-        data = await self.query([self.request.tenant], range_request(form, now))
+        request = range_request(form, now)
+        if self.categorize:
+            request = replace(request, encoding_flags=(CATEGORIZE_LABELS,))
+        data = await self.query([self.request.tenant], request)
         entries = [
-            TailEntry(Labels.from_dict(stream["stream"]), int(value[0]), value[1])
-            for stream in data.get("result", [])
-            for value in stream["values"]
+            replayed_entry(stream["stream"], value) for stream in data.get("result", []) for value in stream["values"]
         ]
         entries.sort(key=lambda e: (e.ts, e.labels.items))
         self.merger.mark_seen(entries)
@@ -297,10 +306,8 @@ class TailRoutes:
         _active[request.tenant] = count
         session: TailSession | None = None
         try:
-            legacy = websocket.scope["path"].endswith(LEGACY_TAIL_PATHS)
-            session = TailSession(
-                request, self.ingesters(), self.query, legacy_tail_message if legacy else tail_message
-            )
+            encode, categorize = tail_encoding(websocket.scope["path"], websocket.headers)
+            session = TailSession(request, self.ingesters(), self.query, encode, categorize)
             await self._serve(websocket, session, cfg.querier.tail_max_duration / NS)
         finally:
             _active[request.tenant] = _active.get(request.tenant, 1) - 1

@@ -17,6 +17,7 @@ from svclog.ingester.tail import (
     TailSettings,
     tail_message,
 )
+from svclog.logql.engine.result import EntryLabels
 from svclog.model import Labels, LimitError, ParseError, StreamColumns
 
 APP = Labels.from_dict({"app": "api", "env": "prod"})
@@ -281,15 +282,70 @@ def test_merger_merges_drop_records_of_replicas():
 
 
 def test_tail_message_shape():
+    # one stream object per entry, as the reference's tail writes them, even for equal labels
     msg = tail_message([entry(1, "a"), entry(2, "b", OTHER), entry(3, "c")], [])
     assert msg == {
         "streams": [
-            {"stream": {"app": "api", "env": "prod"}, "values": [["1", "a"], ["3", "c"]]},
+            {"stream": {"app": "api", "env": "prod"}, "values": [["1", "a"]]},
             {"stream": {"app": "db", "env": "prod"}, "values": [["2", "b"]]},
+            {"stream": {"app": "api", "env": "prod"}, "values": [["3", "c"]]},
         ]
     }
     msg = tail_message([], [DroppedEntry(APP, 9)])
     assert msg == {"streams": [], "dropped_entries": [{"labels": {"app": "api", "env": "prod"}, "timestamp": "9"}]}
+
+
+def test_categorized_tail_message_keeps_stream_labels_apart():
+    sm = Labels.from_dict({"trace": "t1"})
+    parsed = Labels.from_dict({"msg": "text"})
+    full = Labels((*APP.items, *sm.items, *parsed.items))
+    entries = [
+        TailEntry(APP, 1, "plain", EntryLabels(Labels(), Labels())),
+        TailEntry(full, 2, "both", EntryLabels(sm, parsed)),
+        TailEntry(Labels((*APP.items, *sm.items)), 3, "metadata only", EntryLabels(sm, Labels())),
+    ]
+    msg = tail_message(entries, [DroppedEntry(APP, 9)], flags=("categorize-labels",), categorize=True)
+    assert msg == {
+        "streams": [
+            {"stream": APP.to_dict(), "values": [["1", "plain", {}]]},
+            {
+                "stream": APP.to_dict(),
+                "values": [["2", "both", {"structuredMetadata": {"trace": "t1"}, "parsed": {"msg": "text"}}]],
+            },
+            {"stream": APP.to_dict(), "values": [["3", "metadata only", {"structuredMetadata": {"trace": "t1"}}]]},
+        ],
+        "dropped_entries": [{"labels": APP.to_dict(), "timestamp": "9"}],
+        "encodingFlags": ["categorize-labels"],
+    }
+    assert list(msg) == ["streams", "dropped_entries", "encodingFlags"]  # the reference's field order
+    # the same entries without the flag: all labels on the stream, no third element
+    plain = tail_message(entries, [])
+    assert plain["streams"][1] == {"stream": full.to_dict(), "values": [["2", "both"]]}
+
+
+def test_entries_carry_metadata_and_parsed_labels_apart():
+    reg = TailRegistry()
+    reg.subscribe("acme", '{app="api"} | logfmt', "s1")
+    reg.subscribe("acme", '{app="api"}', "s2")
+    reg.offer("acme", [cols(APP, [(1, "a=1"), (2, "a=2")], [[("trace", "t1")], None])])
+    (first, second), _ = drain(reg, "s1")
+    assert first.entry_labels == EntryLabels(Labels.from_dict({"trace": "t1"}), Labels.from_dict({"a": "1"}))
+    assert first.labels == Labels.from_dict({**APP.to_dict(), "trace": "t1", "a": "1"})
+    assert second.entry_labels == EntryLabels(Labels(), Labels.from_dict({"a": "2"}))
+    # without stages the reference's ingester passes the push through: plain tails show the
+    # stream's labels, the metadata only in the categorized encoding
+    (first, second), _ = drain(reg, "s2")
+    assert first.labels == APP and first.entry_labels == EntryLabels(Labels.from_dict({"trace": "t1"}), Labels())
+    assert first.all_labels() == Labels.from_dict({**APP.to_dict(), "trace": "t1"})
+    assert second.labels == APP
+
+
+def test_merger_knows_a_replayed_entry_however_its_labels_are_split():
+    sm = EntryLabels(Labels.from_dict({"trace": "t1"}), Labels())
+    merger = TailMerger()
+    merger.mark_seen([TailEntry(Labels((*APP.items, ("trace", "t1"))), 1, "x")])  # a plain replay
+    merger.add([TailEntry(APP, 1, "x", sm)])  # the live copy, stream labels apart
+    assert merger.release() == ([], []) and merger.duplicates == 1
 
 
 def test_pushes_arriving_as_arrow_batches_are_tailed_the_same():

@@ -9,10 +9,7 @@ import httpx
 from fastapi import FastAPI
 
 from svclog.config.limits import LimitsConfig
-from svclog.ingester.tail import DroppedEntry, TailEntry
-from svclog.model import Labels
 from svclog.serve.handlers import Handlers
-from svclog.serve.legacy import legacy_tail_message
 from svclog.serve.routes import add_routes, set_handlers
 
 Q = '{app="a"}'
@@ -128,30 +125,6 @@ def test_legacy_label_routes_answer_values():
         assert response.status_code == 200 and response.json() == {"values": ["a", "b"]}
     response, _ = get("/svc/api/v1/labels")
     assert response.json() == {"status": "success", "data": ["app", "env"]}
-
-
-def test_legacy_tail_message_shape():
-    app, other = Labels({"app": "a"}.items()), Labels({"app": "b"}.items())
-    entries = [
-        TailEntry(app, 1_500_000_000_000_000_001, "one"),
-        TailEntry(other, 2 * 10**18, "two"),
-        TailEntry(app, 2 * 10**18, "three"),
-    ]
-    message = legacy_tail_message(entries, [DroppedEntry(other, 10**18)])
-    assert message == {
-        "streams": [
-            {
-                "labels": '{app="a"}',
-                "entries": [
-                    {"ts": "2017-07-14T02:40:00.000000001Z", "line": "one"},
-                    {"ts": "2033-05-18T03:33:20Z", "line": "three"},
-                ],
-            },
-            {"labels": '{app="b"}', "entries": [{"ts": "2033-05-18T03:33:20Z", "line": "two"}]},
-        ],
-        "dropped_entries": [{"Timestamp": "2001-09-09T01:46:40Z", "Labels": '{app="b"}'}],
-    }
-    assert legacy_tail_message([], [])["dropped_entries"] == []
 
 
 def test_tail_paths_pick_their_message_shape():
