@@ -271,33 +271,55 @@ DEFAULT_TENANT = "fake"
 
 
 def validate_tenant_id(tenant: str) -> str:
-    if not tenant:
-        raise TenantError("no org id")
+    """The reference's tenant ID rule: characters first, then length, then '.'/'..'.
+
+    An empty ID passes here, as in the reference: `a|` names the tenants "" and "a"."""
+    bad = _TENANT_BAD_CHAR.search(tenant)
+    if bad:
+        raise InvalidTenantError(f"tenant ID '{tenant}' contains unsupported character '{bad.group()}'")
     if len(tenant.encode()) > MAX_TENANT_ID_BYTES:
         raise InvalidTenantError(f"tenant ID is too long: max {MAX_TENANT_ID_BYTES} characters")
     if tenant in (".", ".."):
         raise InvalidTenantError("tenant ID is '.' or '..'")
-    bad = _TENANT_BAD_CHAR.search(tenant)
-    if bad:
-        raise InvalidTenantError(f"tenant ID '{tenant}' contains unsupported character '{bad.group()}'")
     return tenant
 
 
+def _without_subtenant(org_id: str) -> str:
+    # `tenant:subtenant` names the tenant; the subtenant part is not validated (as the reference)
+    return org_id.split(":", 1)[0]
+
+
 def parse_tenants(header: str | None, *, auth_enabled: bool) -> list[str]:
-    """All tenants named by X-Scope-OrgID (several are separated by '|')."""
+    """All tenants a read names in X-Scope-OrgID: '|'-separated, each without its `:subtenant`,
+    validated, sorted and de-duplicated. Empty parts are tenants too (`a|` reads "" and "a"),
+    but an empty tenant alone is refused, as the reference's query scheduler refuses it."""
     if not auth_enabled:
         return [DEFAULT_TENANT]
     if not header:
         raise TenantError("no org id")
-    tenants = [validate_tenant_id(t) for t in header.split("|")]
-    return sorted(set(tenants))
+    tenants = sorted({validate_tenant_id(_without_subtenant(part)) for part in header.split("|")})
+    if tenants == [""]:
+        raise ValidationError("no queue found: empty tenant is not allowed")
+    return tenants
 
 
 def single_tenant(header: str | None, *, auth_enabled: bool) -> str:
-    tenants = parse_tenants(header, auth_enabled=auth_enabled)
-    if len(tenants) != 1:
+    """The one tenant of a write (or a tail, rules, deletes): the first '|'-separated part without
+    its `:subtenant`; any other part must name the same tenant, else 'multiple org IDs present'.
+
+    The reference accepts an empty tenant here (`|`, `:x`); svclog refuses it as no org id,
+    since an empty name has no place in its storage layout."""
+    if not auth_enabled:
+        return DEFAULT_TENANT
+    if not header:
+        raise TenantError("no org id")
+    first, *rest = header.split("|")
+    tenant = validate_tenant_id(_without_subtenant(first))
+    if any(_without_subtenant(part) != tenant for part in rest):
         raise ValidationError("multiple org IDs present")
-    return tenants[0]
+    if not tenant:
+        raise TenantError("no org id")
+    return tenant
 
 
 # ---------------------------------------------------------------- time
