@@ -290,6 +290,7 @@ def test_tenant_ids_are_validated_on_every_endpoint(svc, method, path, params, b
         resp = call({"X-Scope-OrgID": tenant.encode("utf-8")})
         assert resp.status_code == 400, (tenant, resp.status_code, resp.text)
         if tenant.isprintable():  # a control character is already refused by the HTTP server itself
-            assert "tenant ID" in resp.text, resp.text
+            # a single-tenant endpoint reads the first part only: `a|..` names two tenants there
+            assert "tenant ID" in resp.text or (tenant == "a|.." and "multiple org IDs" in resp.text), resp.text
     ok = call({"X-Scope-OrgID": "lim-ok"})
     assert ok.status_code < 500, ok.text
