@@ -84,18 +84,28 @@ def load_yaml(text: str | bytes) -> Any:
         raise ValidationError(f"{BAD_GROUP}: yaml: exceeded max depth of {MAX_YAML_DEPTH}") from None
 
 
+# LibYAML's event parser when PyYAML has it: the pure-Python scanner keeps every unclosed `[` of
+# a line as a possible simple key and re-checks them all per token, so reaching depth 64 of a
+# `[` x10000 flow took it 0.5-6 s (quadratic in the line's first 1024 characters); LibYAML, ~15 ms.
+_EVENT_LOADER = getattr(yaml, "CBaseLoader", yaml.BaseLoader) if yaml.__with_libyaml__ else yaml.BaseLoader
+
+
 def _check_depth(text: str | bytes) -> None:
-    """Walk the parser's events (iterative, stops early) and refuse nesting beyond MAX_YAML_DEPTH."""
+    """Walk the parser's events (iterative, stops early) and refuse nesting beyond MAX_YAML_DEPTH.
+    A document the event parser cannot read is left to the full load, whose error is reported."""
     depth = 0
-    for event in yaml.parse(text, Loader=yaml.BaseLoader):
-        if isinstance(event, yaml.CollectionStartEvent):
-            depth += 1
-            if depth > MAX_YAML_DEPTH:
-                raise ValidationError(
-                    f"{BAD_GROUP}: yaml: line {event.start_mark.line + 1}: exceeded max depth of {MAX_YAML_DEPTH}"
-                )
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
+    try:
+        for event in yaml.parse(text, Loader=_EVENT_LOADER):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise ValidationError(
+                        f"{BAD_GROUP}: yaml: line {event.start_mark.line + 1}: exceeded max depth of {MAX_YAML_DEPTH}"
+                    )
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+    except yaml.YAMLError:
+        return
 
 
 def _yaml_reason(err: yaml.YAMLError) -> str:
