@@ -127,10 +127,12 @@ class RuleStore:
         self.store.put(self.group_key(tenant, namespace, group.name), dump_yaml(group_to_dict(group)).encode())
 
     def delete_group(self, tenant: str, namespace: str, name: str) -> None:
+        """Deleting a group that is not there succeeds, as on the reference's object stores
+        (S3 and the file system delete idempotently); a missing namespace is an error only
+        when the whole namespace is deleted."""
         key = self.group_key(tenant, namespace, name)
-        if not self.store.exists(key):
-            raise GroupNotFound()
-        self.store.delete(key)
+        if self.store.exists(key):
+            self.store.delete(key)
 
     def delete_namespace(self, tenant: str, namespace: str) -> None:
         keys = self.store.list(self._namespace_prefix(tenant, namespace), recursive=True)
