@@ -111,9 +111,11 @@ class QuerierActor:
             tenants, sub, limits = assignment.item
             guard = limits.guard()
             self.running.start(assignment.ticket, guard)
+            answered = False
             try:
                 partial = self.querier.execute(tenants, sub, guard)
                 partial.stats.extra["queue_seconds"] = assignment.queue_seconds
+                answered = True
             except QueryCancelled:
                 continue  # abandoned: nobody waits for an answer
             except Exception as err:  # noqa: BLE001 - errors travel back to the frontend
@@ -122,7 +124,7 @@ class QuerierActor:
             finally:
                 self.running.finish(assignment.ticket)
                 del guard
-                if "partial" not in locals():  # cancelled or failed: what it read is garbage now
+                if not answered:  # cancelled or failed: what it read is garbage now
                     release_unused_memory()
             scheduler.complete.remote(assignment.ticket, [ray.put(partial)])
             del partial  # the answer lives in the object store now; free this slot's memory
