@@ -286,10 +286,12 @@ class Tally:
     by_route: dict[str, int] = field(default_factory=dict)
     slow: list[tuple[float, str]] = field(default_factory=list)
     errors: list[tuple[int, str, str]] = field(default_factory=list)
+    seconds: dict[str, list[float]] = field(default_factory=dict)  # answer times by status class
 
     def add(self, req: FuzzRequest, status: int | None, seconds: float, text: str = "") -> None:
         klass = "error" if status is None else f"{status // 100}xx"
         self.by_class[klass] = self.by_class.get(klass, 0) + 1
+        self.seconds.setdefault(klass, []).append(seconds)
         self.by_route[req.route] = self.by_route.get(req.route, 0) + 1
         if seconds > self.slow_s:
             self.slow.append((seconds, req.describe()))
@@ -304,9 +306,18 @@ class Tally:
         lines = [
             f"== {title}: {self.total} requests over {len(self.by_route)} routes in {seconds:.1f} s",
             "   by status class: " + ", ".join(f"{k}={v}" for k, v in sorted(self.by_class.items())),
+            "   answer time by class (median / p99 / max, s): "
+            + ", ".join(
+                f"{k} {_pct(v, 50):.3f} / {_pct(v, 99):.3f} / {max(v):.3f}" for k, v in sorted(self.seconds.items())
+            ),
             f"   slower than {self.slow_s:g} s: {len(self.slow)}",
         ]
         lines += [f"     {s:.2f} s  {what}" for s, what in sorted(self.slow, reverse=True)[:50]]
         lines.append(f"   5xx / transport errors: {len(self.errors)}")
         lines += [f"     {status}  {what}\n        -> {text!r}" for status, what, text in self.errors]
         return "\n".join(lines)
+
+
+def _pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * p / 100))]

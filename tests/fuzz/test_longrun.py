@@ -31,4 +31,5 @@ def test_report_counts_classes_slow_answers_and_every_5xx():
     text = tally.report("t", 1.0)
     assert tally.by_class == {"2xx": 1, "4xx": 1, "5xx": 1, "error": 1}
     assert "slower than 5 s: 2" in text and "5xx / transport errors: 2" in text
+    assert "2xx 0.100 / 0.100 / 0.100" in text and "4xx 6.000 / 6.000 / 6.000" in text
     assert reqs[2].method in text and "unavailable" in text
