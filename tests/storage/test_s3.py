@@ -223,7 +223,7 @@ def test_in_process_service_push_flush_query_on_s3(tmp_path, monkeypatch, s3_uri
             ],
         )
         asyncio.run(backend.flush())
-        assert all(not ing.memory_chunks() for ing in backend.ingesters.values())  # all of it is in S3 now
+        assert all(not ing.flush_queue_length() for ing in backend.ingesters.values())  # all of it is in S3 now
         assert len(store.list("chunks/team-a", recursive=True)) >= 3
         before = store.request_counts()
         lines = _lines(_query(client, "team-a", '{env="prod"} |= "line"', now - NS, now + 300 * NS))
@@ -267,7 +267,7 @@ def test_store_down_answers_503_and_nothing_is_lost_when_it_returns(tmp_path, mo
 
         s3_server.start()
         asyncio.run(backend.flush())  # the retry: the kept chunks go out now
-        assert all(not ing.memory_chunks() for ing in backend.ingesters.values())
+        assert all(not ing.flush_queue_length() for ing in backend.ingesters.values())
         lines = _lines(_query(client, "t", '{app="web"}', now - NS, now + 300 * NS))
         assert lines == [f"early {i}" for i in range(50)] + [f"late {i}" for i in range(50)]
         # every chunk object the index names is whole (decodes), none half-written
