@@ -185,9 +185,10 @@ def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSe
         guard=ctx.guard,
         cap=ctx.caps.get(id(node)),
     )
+    # absent_over_time too fails on an error label it sees (the reference checks before answering)
+    _check_errors(samples, ctx.error_policies.get(id(node), ErrorPolicy()))
     if node.op == "absent_over_time":
         return _absent(log_range, samples, ends)
-    _check_errors(samples, ctx.error_policies.get(id(node), ErrorPolicy()))
     samples = _group_samples(samples, node.grouping)
     fn = ops[node.op]
     n = len(samples)

@@ -61,8 +61,11 @@ def error_policies(expr: object) -> dict[int, ErrorPolicy]:
         if not isinstance(node, ast.RangeAggregation):
             continue
         grouping = node.grouping if node.grouping is not None else enclosing.get(id(node))
-        read = _read_labels(node.range)
-        if node.op == "absent_over_time" or (grouping is not None and not grouping.without and not grouping.labels):
+        absent = node.op == "absent_over_time"
+        # measured on the reference: a line_format template's fields never make absent_over_time's
+        # parsers run (its parser errors pass), while label_format's do
+        read = _read_labels(node.range, line_format=not absent)
+        if absent or (grouping is not None and not grouping.without and not grouping.labels):
             policies[id(node)] = ErrorPolicy(parsers_idle=not read, keep_parser_errors="__error__" in read)
         elif grouping is not None and not grouping.without and grouping.labels:
             observed = read | set(grouping.labels)
@@ -70,13 +73,13 @@ def error_policies(expr: object) -> dict[int, ErrorPolicy]:
     return policies
 
 
-def _read_labels(log_range: ast.LogRange) -> set[str]:
+def _read_labels(log_range: ast.LogRange, line_format: bool = True) -> set[str]:
     """The labels the pipeline's stages and unwrap read (the reference's required label names)."""
     names: set[str] = set()
     for stage in log_range.query.stages:
         if isinstance(stage, ast.LabelFilter):
             names |= _filter_names(stage)
-        elif isinstance(stage, ast.LineFormat):
+        elif isinstance(stage, ast.LineFormat) and line_format:
             names |= _template_fields(stage.template)
         elif isinstance(stage, ast.LabelFormat):
             for op in stage.ops:
@@ -109,7 +112,9 @@ def series_label_hints(expr: object) -> dict[int, frozenset[str]]:
         hints[key] = labels
 
     for node in ast.walk(expr):
-        if isinstance(node, ast.RangeAggregation) and node.op != "absent_over_time":
+        if isinstance(node, ast.RangeAggregation) and node.op == "absent_over_time":
+            note(node, frozenset())  # only presence counts; parsers extract what stages read
+        elif isinstance(node, ast.RangeAggregation):
             grouping = node.grouping
             if grouping is not None and not grouping.without:
                 note(node, frozenset(grouping.labels))
