@@ -1,17 +1,14 @@
 """Status and administration endpoints: /ready, /services, /log_level, /flush, ingester shutdown, ring pages.
 
-The work is done by an `AdminBackend` (the Ray one is svclog/serve/admin_backend.py;
-tests pass a plain object). Serve pickles the app to its replicas, so `get_backend` is
-a module-level function read per request (see svclog/serve/runtime.py).
+The work is done by an `AdminBackend` (the Ray one is svclog/serve/admin_backend.py, the
+in-process one tests/fuzz/harness.py's InProcessAdmin); the paths are rows of svclog/serve/routes.py.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any, Protocol
 
-from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
@@ -21,8 +18,6 @@ from svclog.ring.status_page import RingView, member_rows, render_ring_page, row
 from svclog.serve.errors import error_response
 from svclog.serve.request_params import read_params
 from svclog.services import State, readiness, render_services
-
-GET, POST, GET_POST = ["GET"], ["POST"], ["GET", "POST"]
 
 # path -> (ring kind the backend understands, page title)
 RING_PAGES = {
@@ -76,21 +71,26 @@ def _failure(err: Exception) -> Response:
     return error_response(cause if isinstance(cause, SvcError) else err)
 
 
-def add_admin_routes(app: FastAPI, get_backend: Callable[[], AdminBackend]) -> FastAPI:
-    async def ready(request: Request) -> Response:
+class AdminHandlers:
+    """The status and administration endpoints over an AdminBackend."""
+
+    def __init__(self, backend: AdminBackend):
+        self.backend = backend
+
+    async def ready(self, request: Request) -> Response:
         try:
-            ok, body = readiness(await get_backend().services())
+            ok, body = readiness(await self.backend.services())
         except Exception as err:  # noqa: BLE001 - a probe failure means not ready, never a 500
             ok, body = False, f"not ready: {err}\n"
         return PlainTextResponse(body, status_code=200 if ok else 503)
 
-    async def services(request: Request) -> Response:
+    async def services(self, request: Request) -> Response:
         try:
-            return PlainTextResponse(render_services(await get_backend().services()))
+            return PlainTextResponse(render_services(await self.backend.services()))
         except Exception as err:  # noqa: BLE001
             return _failure(err)
 
-    async def log_level(request: Request) -> Response:
+    async def log_level(self, request: Request) -> Response:
         if request.method == "GET":
             level = current_level()
             return _json({"status": "success", "log_level": level, "message": f"current log level is {level}"})
@@ -100,28 +100,28 @@ def add_admin_routes(app: FastAPI, get_backend: Callable[[], AdminBackend]) -> F
         except InvalidLogLevel as err:
             return PlainTextResponse(f"{err}\n", status_code=400)
         try:
-            components = await get_backend().set_log_level(level)
+            components = await self.backend.set_log_level(level)
         except Exception as err:  # noqa: BLE001 - propagation is best effort; this process changed
             components = {"*": f"not propagated: {err}"}
         return _json(
             {"status": "success", "log_level": level, "message": f"log level set to {level}", "components": components}
         )
 
-    async def prepare_shutdown(request: Request) -> Response:
-        action = {"GET": "get", "POST": "set", "DELETE": "unset"}[request.method]
+    async def prepare_shutdown(self, request: Request) -> Response:
+        action = {"GET": "get", "POST": "set", "DELETE": "unset"}.get(request.method, "get")  # HEAD reads
         try:
             params = await read_params(request)
-            states = await get_backend().prepare_shutdown(action, params.get("ingester") or None)
+            states = await self.backend.prepare_shutdown(action, params.get("ingester") or None)
         except Exception as err:  # noqa: BLE001
             return _failure(err)
         if action != "get":
             return Response(status_code=204)
         return PlainTextResponse("set\n" if states and all(states.values()) else "unset\n")
 
-    async def shutdown(request: Request) -> Response:
+    async def shutdown(self, request: Request) -> Response:
         try:
             params = await read_params(request)
-            await get_backend().shutdown(
+            await self.backend.shutdown(
                 params.get("ingester") or None,
                 flush=parse_bool("flush", params.get("flush"), True),
                 delete_ring_tokens=parse_bool("delete_ring_tokens", params.get("delete_ring_tokens"), False),
@@ -131,76 +131,56 @@ def add_admin_routes(app: FastAPI, get_backend: Callable[[], AdminBackend]) -> F
             return _failure(err)
         return Response(status_code=204)
 
-    async def flush(request: Request) -> Response:
+    async def flush(self, request: Request) -> Response:
         try:
-            await get_backend().flush()
+            await self.backend.flush()
         except Exception as err:  # noqa: BLE001
             return _failure(err)
         return Response(status_code=204)
 
-    async def flush_shutdown(request: Request) -> Response:
+    async def flush_shutdown(self, request: Request) -> Response:
         """Deprecated: flush and leave the ring, but keep the process."""
         try:
             params = await read_params(request)
-            await get_backend().shutdown(
+            await self.backend.shutdown(
                 params.get("ingester") or None, flush=True, delete_ring_tokens=False, terminate=False
             )
         except Exception as err:  # noqa: BLE001
             return _failure(err)
         return Response(status_code=204)
 
-    def ring_page(kind: str, title: str):
-        async def page(request: Request) -> Response:
-            backend = get_backend()
-            try:
-                if request.method == "POST":
-                    params = await read_params(request)
-                    member = params.get("forget")
-                    if not member:
-                        raise ValidationError("POST needs forget=<instance id>")
-                    await backend.forget(kind, member)
-                    query = f"?{request.url.query}" if request.url.query else ""
-                    return RedirectResponse(request.url.path + query, status_code=303)
-                now = backend.now_ns()
-                view = await backend.ring(kind, now)
-            except Exception as err:  # noqa: BLE001
-                return _failure(err)
-            rows = member_rows(list(view.members), now, view.heartbeat_timeout_ns)
-            if "application/json" in request.headers.get("accept", ""):
-                return _json(
-                    {
-                        "members": rows_as_json(rows),
-                        "heartbeat_timeout_seconds": view.heartbeat_timeout_ns / 1e9,
-                        "forgettable": view.forgettable,
-                    }
-                )
-            return HTMLResponse(
-                render_ring_page(
-                    title,
-                    rows,
-                    heartbeat_timeout_ns=view.heartbeat_timeout_ns,
-                    now_ns=now,
-                    forget_enabled=view.forgettable,
-                    note=view.note,
-                )
+    async def ring_page(self, request: Request) -> Response:
+        """One of RING_PAGES, chosen by the route that matched."""
+        kind, title = RING_PAGES[request.scope["route"].path]
+        try:
+            if request.method == "POST":
+                params = await read_params(request)
+                member = params.get("forget")
+                if not member:
+                    raise ValidationError("POST needs forget=<instance id>")
+                await self.backend.forget(kind, member)
+                query = f"?{request.url.query}" if request.url.query else ""
+                return RedirectResponse(request.url.path + query, status_code=303)
+            now = self.backend.now_ns()
+            view = await self.backend.ring(kind, now)
+        except Exception as err:  # noqa: BLE001
+            return _failure(err)
+        rows = member_rows(list(view.members), now, view.heartbeat_timeout_ns)
+        if "application/json" in request.headers.get("accept", ""):
+            return _json(
+                {
+                    "members": rows_as_json(rows),
+                    "heartbeat_timeout_seconds": view.heartbeat_timeout_ns / 1e9,
+                    "forgettable": view.forgettable,
+                }
             )
-
-        page.__name__ = f"ring_{kind.replace('-', '_')}"
-        return page
-
-    routes: list[tuple[str, Callable, list[str]]] = [
-        ("/ready", ready, GET),
-        ("/services", services, GET),
-        ("/log_level", log_level, GET_POST),
-        ("/flush", flush, GET_POST),
-        ("/ingester/prepare_shutdown", prepare_shutdown, ["GET", "POST", "DELETE"]),
-        ("/ingester/shutdown", shutdown, GET_POST),
-        ("/ingester/flush_shutdown", flush_shutdown, GET_POST),
-    ]
-    routes += [(path, ring_page(kind, title), GET_POST) for path, (kind, title) in RING_PAGES.items()]
-    # these paths are ours: an earlier generic registration (the route table) would shadow them
-    ours = {path for path, _, _ in routes}
-    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) not in ours]
-    for path, endpoint, methods in routes:
-        app.add_api_route(path, endpoint, methods=methods, include_in_schema=False)
-    return app
+        return HTMLResponse(
+            render_ring_page(
+                title,
+                rows,
+                heartbeat_timeout_ns=view.heartbeat_timeout_ns,
+                now_ns=now,
+                forget_enabled=view.forgettable,
+                note=view.note,
+            )
+        )

@@ -6,82 +6,43 @@ import asyncio
 import logging
 import threading
 import time
+from typing import Any
 
-from fastapi import FastAPI
 from ray import serve
-from starlette.responses import PlainTextResponse
 
 from svclog import targets
-from svclog.actors.calls import QUERY_TIMEOUT_S, ActorUnavailable
+from svclog.actors.calls import QUERY_TIMEOUT_S, ActorUnavailable, Handles
 from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
-from svclog.actors.options import PATTERN_INGESTER_NAME, querier_name
+from svclog.actors.options import COMPACTOR_NAME, PATTERN_INGESTER_NAME, RULER_NAME, querier_name
 from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
-from svclog.actors.service_clients import AnswerLost, PatternFeed, Queriers, SchedulerClient
-from svclog.config import Config, config_to_yaml, limits_for, replication_factor
+from svclog.actors.service_clients import (
+    AnswerLost,
+    CompactorClient,
+    PatternClient,
+    PatternFeed,
+    Queriers,
+    RulerClient,
+    SchedulerClient,
+)
+from svclog.config import Config, limits_for, replication_factor
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.results_cache import results_cache_options
 from svclog.logql.engine.guard import QueryLimits, QueryTimedOut, smallest_positive, timeout_error
 from svclog.model import SvcError
-from svclog.serve import runtime
-from svclog.serve.admin_routes import add_admin_routes
+from svclog.serve import query_log
+from svclog.serve.admin_backend import RayAdmin
+from svclog.serve.app import GatewaySettings, Services, build_app
 from svclog.serve.backend import ServeBackend
-from svclog.serve.body_limit import BodyLimit
 from svclog.serve.codecs.push_columns import decode_push_columns
-from svclog.serve.delete_routes import add_delete_routes
-from svclog.serve.drilldown import otlp_index_labels
 from svclog.serve.errors import ErrorReply, Unavailable, remote_cause
-from svclog.serve.handlers import Handlers
-from svclog.serve.otlp_routes import add_otlp_routes
-from svclog.serve.pattern_routes import add_pattern_routes
-from svclog.serve.routes import add_routes, set_handlers
-from svclog.serve.ruler_routes import add_ruler_routes
-from svclog.serve.tail_routes import add_tail_routes
+from svclog.serve.runtime import LevelSync, has_started, mark_started
+from svclog.serve.standby import StandbySwitch
 from svclog.services import readiness
 
 log = logging.getLogger("svclog")
-app = add_routes(FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None))
-
-
-class OnlyExposedEndpoints:
-    """404 for HTTP endpoint groups this process's components do not expose (deployment targets).
-
-    A plain ASGI middleware: Starlette's `@app.middleware("http")` form re-streams every
-    request body through extra tasks, which measured as a real share of the push path."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        standby = runtime.standby() if scope["type"] in ("http", "websocket") else None
-        if standby is not None:
-            await standby(scope, receive, send)  # stopping: 503 + Retry-After, never 404
-            return
-        if scope["type"] == "http":
-            path, root = scope["path"], scope.get("root_path", "")
-            if root and path.startswith(root):
-                path = path[len(root) :]
-            if not runtime.exposes(path):
-                response = PlainTextResponse(
-                    f"404 page not found: {path} is not served by target '{runtime.config().target}'\n", status_code=404
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-app.add_middleware(OnlyExposedEndpoints)
-app.add_middleware(BodyLimit, limit_for=runtime.body_limit)  # outermost: 413 before any route reads a body
-
-
-add_admin_routes(app, runtime.admin)
-add_delete_routes(app, runtime.compactor, runtime.auth_enabled)
-add_pattern_routes(app, runtime.pattern_actor, runtime.auth_enabled)
-add_ruler_routes(app, runtime.ruler, runtime.auth_enabled)
-add_otlp_routes(app, runtime.push_streams, runtime.auth_enabled, runtime.max_body_bytes, runtime.max_decompressed_bytes)
-add_tail_routes(app, runtime.ingester_pool, runtime.query_logs, runtime.auth_enabled, runtime.config)
 
 
 class HostedDistributor:
@@ -266,57 +227,75 @@ class HostedFrontend:
             return reply
 
 
-@serve.ingress(app)
+class NamedHandle:
+    """A named actor's handle, looked up on first use: the gateway starts before some actors."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._handles = Handles()
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._handles.get(self._name), attr)
+
+
+READY_PROBE_PERIOD_S = 0.25
+
+
+@serve.ingress()
 class Gateway:
-    """The HTTP entry: hosts the distributor (write path) and the query frontend (reads)."""
+    """The HTTP entry: hosts the distributor (write path) and the query frontend (reads), and holds
+    the app it built over them and the actors' clients (Serve asks for it with
+    `__serve_build_asgi_app__` once the constructor has run)."""
 
     def __init__(self, cfg: Config, num_queriers: int, starting: bool = False):
         pool = IngesterPool(RingClient(), replication_factor(cfg))
         components = targets.components(cfg.targets())
         distributor = HostedDistributor(cfg) if "distributor" in components else None
         frontend = HostedFrontend(cfg, num_queriers) if components & {"query-frontend", "querier"} else None
-        runtime.configure(cfg, distributor)
-        runtime.follow_log_level(cfg.server.log_level, runtime.hand_level_to_actors)
-        runtime.set_query_frontend(frontend)
-        set_handlers(
-            Handlers(
-                ServeBackend(distributor, frontend, pool),
-                auth_enabled=cfg.auth_enabled,
-                multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
-                max_body_bytes=cfg.server.max_request_body_bytes,
-                config_yaml=lambda mode: config_to_yaml(cfg, mode),
-                limits_for=lambda tenant: limits_for(cfg, tenant),  # volume_enabled / volume_max_series per tenant
-                pattern_ingester_enabled=cfg.pattern_ingester.enabled,
-                otlp_index_labels=otlp_index_labels(cfg),
-            )
+        self.admin = RayAdmin(cfg)  # component probes, ingester shutdown, ring pages
+        self.standby = StandbySwitch()
+        services = Services(
+            backend=ServeBackend(distributor, frontend, pool),
+            admin=self.admin,
+            compactor=CompactorClient(NamedHandle(COMPACTOR_NAME)),
+            rulers=RulerClient(NamedHandle(RULER_NAME)),
+            patterns=PatternClient(NamedHandle(PATTERN_INGESTER_NAME)) if cfg.pattern_ingester.enabled else None,
+            ingesters=pool,
         )
-        if starting and not runtime.has_started():
+        self.http_app = build_app(GatewaySettings.from_config(cfg), services, self.standby)
+        query_log.ensure_output()
+        self.levels = LevelSync(cfg.server.log_level, self.hand_level_to_actors)
+        self.levels.start()
+        if starting and not has_started():
             # deployed while the actors still start: 503 + Retry-After until every component
             # answers, then serve (a replica Serve restarts after that serves at once)
-            runtime.enter_standby("starting")
-            threading.Thread(target=serve_when_ready, name="serve-when-ready", daemon=True).start()
+            self.standby.enter("starting")
+            threading.Thread(target=self.serve_when_ready, name="serve-when-ready", daemon=True).start()
+
+    def __serve_build_asgi_app__(self) -> Any:
+        return self.http_app
 
     def enter_standby(self, state: str) -> None:
         """From now on every route of this replica answers 503 with Retry-After (a clean stop):
         cheaper than deploying the standby application, which starts a process while the
         service is going away."""
-        runtime.enter_standby(state)
+        self.standby.enter(state)
 
+    def serve_when_ready(self) -> None:
+        """Probe the components as `/ready` does until all run, then leave the starting standby."""
+        while True:
+            try:
+                if readiness(asyncio.run(self.admin.services()))[0]:
+                    mark_started()
+                    self.standby.leave()
+                    return
+            except Exception as err:  # noqa: BLE001 - a component still starting: probe again
+                log.debug("start probe: %s", err)
+            time.sleep(READY_PROBE_PERIOD_S)
 
-READY_PROBE_PERIOD_S = 0.25
-
-
-def serve_when_ready() -> None:
-    """Probe the components as `/ready` does until all run, then leave the starting standby."""
-    while True:
-        try:
-            if readiness(asyncio.run(runtime.admin().services()))[0]:
-                runtime.mark_started()
-                runtime.leave_standby()
-                return
-        except Exception as err:  # noqa: BLE001 - a component still starting: probe again
-            log.debug("start probe: %s", err)
-        time.sleep(READY_PROBE_PERIOD_S)
+    def hand_level_to_actors(self, level: str) -> None:
+        """The log level's `to_actors`: this gateway's components' actors run at `level`."""
+        asyncio.run(self.admin.actors_log_level(level))
 
 
 # Serve autoscaling (requests in flight per replica drive the replica count). One replica each is

@@ -1,7 +1,8 @@
-"""HTTP handlers: read parameters and tenants, call the backend, encode responses.
+"""The push and query handlers: read parameters and tenants, call the backend, encode responses.
 
-The backend (a Protocol) does the work; the Ray Serve implementation forwards to the
-distributor and query frontend hosted by the gateway replica, tests can pass a plain object.
+The backend (svclog/serve/backend.py's Backend protocol) does the work; the Ray Serve
+implementation forwards to the distributor and query frontend hosted by the gateway replica,
+tests/fuzz/harness.py's to in-process components.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -19,10 +20,11 @@ from starlette.responses import PlainTextResponse, Response
 from svclog.config.limits import LimitsConfig
 from svclog.frontend import params as qp
 from svclog.logql.printer import format_query
-from svclog.model import NotFoundError, SvcError, ValidationError, parse_tenants, single_tenant
+from svclog.model import NotFoundError, SvcError, ValidationError
 from svclog.querier.volume import cap_volume_series, validate_aggregate_by, volume_fetch_limit
 from svclog.scheduler.actor_path import actor_path_from_headers
 from svclog.serve import drilldown, telemetry
+from svclog.serve.backend import Backend
 from svclog.serve.codecs.otlp import DEFAULT_INDEX_LABELS
 from svclog.serve.codecs.parquet import to_parquet, wants_parquet
 from svclog.serve.errors import BodyTooLarge, error_response, query_error_response
@@ -30,19 +32,9 @@ from svclog.serve.legacy import legacy_query_body, legacy_values_body
 from svclog.serve.query_headers import encoding_flags, query_tags, with_encoding_flags
 from svclog.serve.query_log import log_query
 from svclog.serve.request_params import read_params
+from svclog.serve.tenants import Tenants
 
 log = logging.getLogger("svclog")
-
-
-class Backend(Protocol):
-    async def push(self, tenant: str, body: bytes, content_type: str | None, content_encoding: str | None) -> Any: ...
-    async def query(self, tenants: list[str], request: qp.RangeRequest) -> dict: ...
-    async def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]: ...
-    async def label_names(self, tenants: list[str], start: int, end: int, query: str | None) -> list[str]: ...
-    async def label_values(
-        self, tenants: list[str], name: str, start: int, end: int, query: str | None
-    ) -> list[str]: ...
-    async def ingester_stats(self) -> list[dict]: ...
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -50,41 +42,33 @@ def _json(data: Any, status: int = 200) -> Response:
     return Response(body, status_code=status, media_type="application/json")
 
 
-class Handlers:
+class QueryHandlers:
+    """Push, queries, metadata, Logs Drilldown, /metrics, /config and buildinfo."""
+
     def __init__(
         self,
         backend: Backend,
+        tenants: Tenants,
         *,
-        auth_enabled: bool,
-        multi_tenant_queries: bool,
         max_body_bytes: int,
-        config_yaml: Any = None,
-        volume_enabled: bool = True,
-        limits_for: Callable[[str], LimitsConfig] | None = None,
+        limits_for: Callable[[str], LimitsConfig] = lambda tenant: LimitsConfig(),
+        config_yaml: Callable[[str | None], str] | None = None,
         pattern_ingester_enabled: bool = False,
         otlp_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS,
     ):
         self.backend = backend
-        self.auth_enabled = auth_enabled
-        self.multi_tenant_queries = multi_tenant_queries
+        self.tenants = tenants
         self.max_body_bytes = max_body_bytes
-        self.config_yaml = config_yaml  # callable(mode) -> str
-        # per-tenant limits (runtime overrides); without them one global volume_enabled switch
-        fixed = replace(LimitsConfig(), volume_enabled=volume_enabled)
-        self.limits_for = limits_for or (lambda tenant: fixed)
+        self.limits_for = limits_for  # per tenant (runtime overrides): volume_enabled, volume_max_series
+        self.config_yaml = config_yaml  # mode -> the config as YAML
         self.pattern_ingester_enabled = pattern_ingester_enabled  # drilldown-limits reports these two
         self.otlp_index_labels = otlp_index_labels
 
-    # ------------------------------------------------------------ tenants
-
     def _tenant(self, request: Request) -> str:
-        return single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=self.auth_enabled)
+        return self.tenants.one(request.headers)
 
     def _query_tenants(self, request: Request) -> list[str]:
-        tenants = parse_tenants(request.headers.get("x-scope-orgid"), auth_enabled=self.auth_enabled)
-        if len(tenants) > 1 and not self.multi_tenant_queries:
-            raise ValidationError("multiple org IDs present: multi-tenant queries are disabled")
-        return tenants
+        return self.tenants.for_query(request.headers)
 
     # ------------------------------------------------------------ ingest
 

@@ -6,14 +6,13 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from svclog.config import limits_for as config_limits_for
 from svclog.config.limits import LimitsConfig
-from svclog.model import NotFoundError, PushStream, SvcError, single_tenant
-from svclog.serve import runtime, telemetry
+from svclog.model import NotFoundError, PushStream, SvcError
+from svclog.serve import telemetry
+from svclog.serve.backend import Backend
 from svclog.serve.codecs.otlp import (
     DEFAULT_INDEX_LABELS,
     OtlpRules,
@@ -24,6 +23,7 @@ from svclog.serve.codecs.otlp import (
 from svclog.serve.codecs.push import _media_type
 from svclog.serve.errors import ErrorReply, error_response
 from svclog.serve.handlers import _read_capped
+from svclog.serve.tenants import Tenants
 
 OTLP_LOGS_PATH = "/otlp/v1/logs"
 WRONG_PATH_MESSAGE = (
@@ -54,49 +54,49 @@ def rules_for(
     return rules, tuple(limits.discover_service_name)
 
 
-def runtime_tenant_otlp(tenant: str) -> tuple[OtlpRules, tuple[str, ...]]:
-    """The started service's per-tenant settings (defaults before it is configured, as in tests)."""
-    try:
-        cfg = runtime.config()
-    except KeyError:
-        return rules_for(LimitsConfig())
-    defaults = cfg.distributor.otlp_config.get("default_resource_attributes_as_index_labels")
-    return rules_for(config_limits_for(cfg, tenant), DEFAULT_INDEX_LABELS if defaults is None else tuple(defaults))
+def tenant_otlp_from(
+    limits_for: Callable[[str], LimitsConfig], default_index_labels: tuple[str, ...] = DEFAULT_INDEX_LABELS
+) -> TenantOtlp:
+    """A tenant's otlp_config rules and discovery list from its limits (runtime overrides included)."""
+    return lambda tenant: rules_for(limits_for(tenant), default_index_labels)
 
 
-def add_otlp_routes(
-    app: FastAPI,
-    push: Push,
-    auth_enabled: bool | Callable[[], bool],
-    max_body_bytes: int | Callable[[], int],
-    max_decompressed_bytes: int | Callable[[], int],
-    tenant_otlp: TenantOtlp = runtime_tenant_otlp,
-) -> FastAPI:
-    """Settings may be callables, read per request (they are known only once the service starts);
-    `tenant_otlp(tenant)` gives the tenant's otlp_config rules and service-name discovery list."""
+class OtlpHandlers:
+    """`backend.push_decoded(tenant, streams)` ingests decoded streams; `tenant_otlp(tenant)` gives
+    the tenant's otlp_config rules and service-name discovery list."""
 
-    def setting(value):
-        return value() if callable(value) else value
+    def __init__(
+        self,
+        backend: Backend,
+        tenants: Tenants,
+        *,
+        max_body_bytes: int,
+        max_decompressed_bytes: int,
+        tenant_otlp: TenantOtlp = lambda tenant: rules_for(LimitsConfig()),
+    ):
+        self.backend = backend
+        self.tenants = tenants
+        self.max_body_bytes = max_body_bytes
+        self.max_decompressed_bytes = max_decompressed_bytes
+        self.tenant_otlp = tenant_otlp
 
-    """Register the OTLP routes on `app`; `push(tenant, streams)` ingests decoded streams."""
-
-    async def otlp_logs(request: Request) -> Response:
+    async def logs(self, request: Request) -> Response:
         try:
-            tenant = single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=setting(auth_enabled))
-            body = await _read_capped(request, setting(max_body_bytes))
+            tenant = self.tenants.one(request.headers)
+            body = await _read_capped(request, self.max_body_bytes)
             content_type = request.headers.get("content-type")
-            rules, discover = tenant_otlp(tenant)
+            rules, discover = self.tenant_otlp(tenant)
             # Decoding is CPU-bound; keep it off the event loop.
             streams = await asyncio.to_thread(
                 decode_otlp_logs,
                 body,
                 content_type,
                 request.headers.get("content-encoding"),
-                max_decompressed_bytes=setting(max_decompressed_bytes),
+                max_decompressed_bytes=self.max_decompressed_bytes,
                 rules=rules,
                 discover_service_name=discover,
             )
-            outcome = await push(tenant, streams)
+            outcome = await self.backend.push_decoded(tenant, streams)
             if isinstance(outcome, ErrorReply):
                 outcome.raise_()
         except SvcError as err:
@@ -107,13 +107,8 @@ def add_otlp_routes(
         body, media_type = encode_export_response(_media_type(content_type))
         return Response(body, status_code=200, media_type=media_type)
 
-    async def wrong_path(request: Request) -> Response:
+    async def wrong_path(self, request: Request) -> Response:
+        """Every other /otlp path (and method): a 404 saying where logs go, a 405 on the logs path."""
         if request.url.path == OTLP_LOGS_PATH:
             return PlainTextResponse("405 method not allowed: use POST\n", status_code=405, headers={"Allow": "POST"})
         return error_response(NotFoundError(WRONG_PATH_MESSAGE.format(path=request.url.path)))
-
-    any_method = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-    app.add_api_route(OTLP_LOGS_PATH, otlp_logs, methods=["POST"], include_in_schema=False)
-    app.add_api_route("/otlp", wrong_path, methods=any_method, include_in_schema=False)
-    app.add_api_route("/otlp/{rest:path}", wrong_path, methods=any_method, include_in_schema=False)
-    return app

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any, Protocol
 
-from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -20,12 +18,11 @@ from svclog.model import (
     now_ns,
     parse_step,
     parse_timestamp,
-    single_tenant,
 )
 from svclog.serve.errors import error_response, query_error_response
 from svclog.serve.request_params import read_params
+from svclog.serve.tenants import Tenants
 
-PATTERN_PATHS = ("/svc/api/v1/patterns", "/loki/api/v1/patterns")
 DISABLED = "pattern ingester is not enabled: set pattern_ingester.enabled: true to query patterns"
 
 
@@ -35,20 +32,19 @@ class PatternQueries(Protocol):
     async def patterns(self, tenant: str, matchers: list[Matcher], start: int, end: int, step: int) -> Any: ...
 
 
-def add_pattern_routes(
-    app: FastAPI, get_pattern_actor: Callable[[], PatternQueries | None] | None, auth_enabled: bool | Callable[[], bool]
-) -> FastAPI:
-    """`get_pattern_actor` returns the pattern ingester's client; None when the component is disabled."""
+class PatternHandlers:
+    """`patterns` is the pattern ingester's client; None when the component is disabled (404)."""
 
-    async def patterns(request: Request) -> Response:
-        actor = get_pattern_actor() if get_pattern_actor is not None else None
-        if actor is None:  # pattern_ingester.enabled is false
+    def __init__(self, patterns: PatternQueries | None, tenants: Tenants):
+        self.patterns_client = patterns
+        self.tenants = tenants
+
+    async def patterns(self, request: Request) -> Response:
+        client = self.patterns_client
+        if client is None:  # pattern_ingester.enabled is false
             return error_response(NotFoundError(DISABLED))
         try:
-            tenant = single_tenant(
-                request.headers.get("X-Scope-OrgID"),
-                auth_enabled=auth_enabled() if callable(auth_enabled) else auth_enabled,
-            )
+            tenant = self.tenants.one(request.headers)
             params = await read_params(request)
             query = params.get("query")
             if not query:
@@ -64,12 +60,8 @@ def add_pattern_routes(
                 raise ValidationError(
                     "zero or negative query resolution step widths are not accepted. Try a positive integer"
                 )
-            data = await actor.patterns(tenant, list(selector.matchers), start, end, step)
+            data = await client.patterns(tenant, list(selector.matchers), start, end, step)
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
             return query_error_response(err)
         body = json.dumps({"status": "success", "data": data}, ensure_ascii=False, separators=(",", ":"))
         return Response(body.encode(), media_type="application/json")
-
-    for path in PATTERN_PATHS:
-        app.add_api_route(path, patterns, methods=["GET", "POST"], include_in_schema=False)
-    return app

@@ -48,21 +48,13 @@ def log_query(
     tenants: list[str], request: RangeRequest | None, status: int, seconds: float, data: dict | None, tags: str
 ) -> None:
     if log.isEnabledFor(logging.INFO):
-        _ensure_output()
         log.info("%s", query_log_line(tenants, request, status, seconds, data, tags))
 
 
-_output_checked = False
-
-
-def _ensure_output() -> None:
-    """A Serve replica starts with no logging handler at all, where these INFO lines would
-    vanish: there the query log writes to stderr (Ray keeps and forwards worker stderr).
-    A host that configured logging (the CLI, tests) keeps its own handlers."""
-    global _output_checked
-    if _output_checked:
-        return
-    _output_checked = True
+def ensure_output() -> None:
+    """A Serve replica starts with no logging handler at all, where the query log's INFO lines
+    would vanish: there it writes to stderr (Ray keeps and forwards worker stderr). The gateway
+    calls this once when it starts; a host that configured logging (the CLI, tests) keeps its own."""
     if not (logging.getLogger().handlers or logging.getLogger("svclog").handlers or log.handlers):
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

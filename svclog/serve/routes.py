@@ -1,78 +1,149 @@
-"""The route table: every endpoint under /svc and its aliases (/loki, deprecated paths)."""
+"""The route table: every endpoint of the gateway, under /svc and /loki and at its absolute paths.
+
+A row names its handler as "<group>.<method>", a method of one of the handler objects in
+`RouteHandlers` (built with their services by the composition root, svclog/serve/app.py).
+Rows are registered in table order; where several rows share a path (one per HTTP method),
+the first decides the `Allow` header of a 405.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import Request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
-from svclog.serve.errors import unknown_route_response
-from svclog.serve.tenant_header import SingleOrgIdHeader
+from fastapi import FastAPI
+
+from svclog.serve.admin_routes import RING_PAGES, AdminHandlers
+from svclog.serve.delete_routes import DeleteHandlers
+from svclog.serve.handlers import QueryHandlers
+from svclog.serve.otlp_routes import OTLP_LOGS_PATH, OtlpHandlers
+from svclog.serve.pattern_routes import PatternHandlers
+from svclog.serve.ruler_routes import REST, RulerHandlers
+from svclog.serve.tail_routes import TailHandlers
 
 API_PREFIXES = ("/svc", "/loki")
-GET, POST, GET_POST = ["GET"], ["POST"], ["GET", "POST"]
-
-# (handler name, methods, paths relative to each API prefix)
-API_ROUTES = [
-    ("push", POST, ["/api/v1/push"]),
-    ("query_range", GET_POST, ["/api/v1/query_range"]),
-    ("query", GET_POST, ["/api/v1/query"]),
-    ("labels", GET_POST, ["/api/v1/labels", "/api/v1/label"]),
-    ("label_values", GET_POST, ["/api/v1/label/{name}/values"]),
-    ("series", GET_POST, ["/api/v1/series"]),
-    ("format_query", GET_POST, ["/api/v1/format_query"]),
-    ("index_stats", GET_POST, ["/api/v1/index/stats"]),
-    ("volume", GET_POST, ["/api/v1/index/volume"]),
-    ("volume_range", GET_POST, ["/api/v1/index/volume_range"]),
-    ("buildinfo", GET, ["/api/v1/status/buildinfo"]),
-    ("detected_labels", GET_POST, ["/api/v1/detected_labels"]),
-    ("detected_fields", GET_POST, ["/api/v1/detected_fields"]),
-    ("detected_field_values", GET_POST, ["/api/v1/detected_field/{name}/values"]),
-    ("drilldown_limits", GET, ["/api/v1/drilldown-limits"]),
-]
-# Deprecated routes (still served) and other absolute paths.
-OTHER_ROUTES = [
-    ("push", POST, ["/api/legacy/push", "/api/prom/push"]),
-    ("legacy_query", GET_POST, ["/api/legacy/query", "/api/prom/query"]),
-    ("legacy_labels", GET_POST, ["/api/legacy/label", "/api/prom/label"]),
-    ("legacy_label_values", GET_POST, ["/api/legacy/label/{name}/values", "/api/prom/label/{name}/values"]),
-    ("series", GET_POST, ["/api/legacy/series", "/api/prom/series"]),
-    ("metrics", GET, ["/metrics"]),
-    ("config", GET, ["/config"]),
-]
+GET, POST, GET_POST, DELETE = ("GET",), ("POST",), ("GET", "POST"), ("DELETE",)
+ANY_METHOD = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
+WEBSOCKET: tuple[str, ...] = ()  # a row without methods is a WebSocket route
 
 
-# The handlers of this process. Serve ships the app to replicas by pickling it, so the
-# app object a replica runs is not the one its constructor sees: a module global is.
-_handlers: list = []
+class Row(NamedTuple):
+    handler: str  # "<group>.<method>" of RouteHandlers
+    methods: tuple[str, ...]
+    paths: tuple[str, ...]  # relative to each of API_PREFIXES, unless absolute
+    absolute: bool = False
 
 
-def set_handlers(handlers) -> None:
-    _handlers[:] = [handlers]
+def api(handler: str, methods: tuple[str, ...], *paths: str) -> Row:
+    return Row(handler, methods, paths)
 
 
-def current_handlers():
-    # A module-level function is pickled by reference, so this reads the live global
-    # (a closure's captured globals would be pickled by value).
-    return _handlers[0]
+def at(handler: str, methods: tuple[str, ...], *paths: str) -> Row:
+    return Row(handler, methods, paths, absolute=True)
 
 
-def _endpoint(name: str):
-    async def endpoint(request: Request):
-        return await getattr(current_handlers(), name)(request)
+ROUTES: tuple[Row, ...] = (
+    # push and queries
+    api("queries.push", POST, "/api/v1/push"),
+    api("queries.query_range", GET_POST, "/api/v1/query_range"),
+    api("queries.query", GET_POST, "/api/v1/query"),
+    api("queries.labels", GET_POST, "/api/v1/labels", "/api/v1/label"),
+    api("queries.label_values", GET_POST, "/api/v1/label/{name}/values"),
+    api("queries.series", GET_POST, "/api/v1/series"),
+    api("queries.format_query", GET_POST, "/api/v1/format_query"),
+    api("queries.index_stats", GET_POST, "/api/v1/index/stats"),
+    api("queries.volume", GET_POST, "/api/v1/index/volume"),
+    api("queries.volume_range", GET_POST, "/api/v1/index/volume_range"),
+    api("queries.buildinfo", GET, "/api/v1/status/buildinfo"),
+    api("queries.detected_labels", GET_POST, "/api/v1/detected_labels"),
+    api("queries.detected_fields", GET_POST, "/api/v1/detected_fields"),
+    api("queries.detected_field_values", GET_POST, "/api/v1/detected_field/{name}/values"),
+    api("queries.drilldown_limits", GET, "/api/v1/drilldown-limits"),
+    # deprecated paths, still served
+    at("queries.push", POST, "/api/legacy/push", "/api/prom/push"),
+    at("queries.legacy_query", GET_POST, "/api/legacy/query", "/api/prom/query"),
+    at("queries.legacy_labels", GET_POST, "/api/legacy/label", "/api/prom/label"),
+    at("queries.legacy_label_values", GET_POST, "/api/legacy/label/{name}/values", "/api/prom/label/{name}/values"),
+    at("queries.series", GET_POST, "/api/legacy/series", "/api/prom/series"),
+    at("queries.metrics", GET, "/metrics"),
+    at("queries.config", GET, "/config"),
+    # status and administration
+    at("admin.ready", GET, "/ready"),
+    at("admin.services", GET, "/services"),
+    at("admin.log_level", GET_POST, "/log_level"),
+    at("admin.flush", GET_POST, "/flush"),
+    at("admin.prepare_shutdown", ("GET", "POST", "DELETE"), "/ingester/prepare_shutdown"),
+    at("admin.shutdown", GET_POST, "/ingester/shutdown"),
+    at("admin.flush_shutdown", GET_POST, "/ingester/flush_shutdown"),
+    at("admin.ring_page", GET_POST, *RING_PAGES),
+    # log deletion (the compactor)
+    api("deletes.create", ("POST", "PUT"), "/api/v1/delete"),
+    api("deletes.list_requests", GET, "/api/v1/delete"),
+    api("deletes.cancel", DELETE, "/api/v1/delete"),
+    # patterns (the pattern ingester)
+    api("patterns.patterns", GET_POST, "/api/v1/patterns"),
+    # rules API and the compat views (the rulers)
+    api("rulers.rules_get", GET, "/api/v1/rules", "/api/v1/rules" + REST),
+    at("rulers.rules_get", GET, "/api/prom/rules", "/api/prom/rules" + REST),
+    api("rulers.rules_post", POST, "/api/v1/rules", "/api/v1/rules" + REST),
+    at("rulers.rules_post", POST, "/api/prom/rules", "/api/prom/rules" + REST),
+    api("rulers.rules_delete", DELETE, "/api/v1/rules", "/api/v1/rules" + REST),
+    at("rulers.rules_delete", DELETE, "/api/prom/rules", "/api/prom/rules" + REST),
+    at("rulers.compat_rules", GET, "/compat/api/v1/rules", "/prometheus/api/v1/rules", "/api/prom/api/v1/rules"),
+    at("rulers.compat_alerts", GET, "/compat/api/v1/alerts", "/prometheus/api/v1/alerts", "/api/prom/api/v1/alerts"),
+    # OTLP/HTTP logs, and a helpful answer on every other /otlp path
+    at("otlp.logs", POST, OTLP_LOGS_PATH),
+    at("otlp.wrong_path", ANY_METHOD, "/otlp", "/otlp/{rest:path}"),
+    # live tail: the WebSocket, and a plain GET answering why it needs one
+    api("tails.websocket", WEBSOCKET, "/api/v1/tail"),
+    at("tails.websocket", WEBSOCKET, "/api/legacy/tail", "/api/prom/tail"),
+    api("tails.http", GET, "/api/v1/tail"),
+    at("tails.http", GET, "/api/legacy/tail", "/api/prom/tail"),
+)
 
-    endpoint.__name__ = name
-    return endpoint
+
+@dataclass(frozen=True)
+class RouteHandlers:
+    """The handler objects the table's rows name, each holding its injected services."""
+
+    queries: QueryHandlers
+    admin: AdminHandlers
+    deletes: DeleteHandlers
+    patterns: PatternHandlers
+    rulers: RulerHandlers
+    otlp: OtlpHandlers
+    tails: TailHandlers
 
 
-def add_routes(app: FastAPI) -> FastAPI:
-    for name, methods, paths in API_ROUTES:
-        for prefix in API_PREFIXES:
-            for path in paths:
-                app.add_api_route(prefix + path, _endpoint(name), methods=methods, include_in_schema=False)
-    for name, methods, paths in OTHER_ROUTES:
-        for path in paths:
-            app.add_api_route(path, _endpoint(name), methods=methods, include_in_schema=False)
-    app.add_middleware(SingleOrgIdHeader)  # wraps every route of the app, those added later too
-    app.add_exception_handler(StarletteHTTPException, unknown_route_response)  # plain 404, not JSON
+def row_paths(row: Row) -> Iterator[str]:
+    """The absolute paths of a row."""
+    if row.absolute:
+        yield from row.paths
+    else:
+        yield from (prefix + path for prefix in API_PREFIXES for path in row.paths)
+
+
+def http_routes() -> Iterator[tuple[tuple[str, ...], str]]:
+    """(methods, absolute path) of every HTTP route, in table order."""
+    for row in ROUTES:
+        if row.methods:
+            for path in row_paths(row):
+                yield row.methods, path
+
+
+def endpoint(handlers: RouteHandlers, name: str) -> Any:
+    group, method = name.split(".")
+    return getattr(getattr(handlers, group), method)
+
+
+def add_routes(app: FastAPI, handlers: RouteHandlers) -> FastAPI:
+    """Register every row of the table on `app`, served by `handlers`."""
+    for row in ROUTES:
+        func = endpoint(handlers, row.handler)
+        for path in row_paths(row):
+            if row.methods:
+                app.add_api_route(path, func, methods=list(row.methods), include_in_schema=False)
+            else:
+                app.add_api_websocket_route(path, func)
     return app

@@ -4,29 +4,27 @@ Rules API under `/svc/api/v1/rules`, `/loki/api/v1/rules` and `/api/prom/rules`;
 compat views under `/compat/api/v1/{rules,alerts}`, `/prometheus/api/v1/...` and
 `/api/prom/api/v1/...`. Namespace and group names are taken from the raw request path
 and percent-decoded one segment at a time, so a namespace holding `%2F` works.
-`get_ruler()` returns the rulers' client (svclog/actors/service_clients.RulerClient): any
-ruler answers the rules API; when several rulers share the groups the compat views ask each
-of them and merge the answers. With `ruler.enable_api` false every route here answers 404,
-as the reference registers none of them then.
+The handlers get the rulers' client (svclog/actors/service_clients.RulerClient): any ruler
+answers the rules API; when several rulers share the groups the compat views ask each of them
+and merge the answers. With `ruler.enable_api` false every route here answers 404, as the
+reference registers none of them then.
 """
 
 from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Callable
 from typing import Any, Protocol
 
-from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
 
-from svclog.model import NotFoundError, SvcError, single_tenant
+from svclog.model import NotFoundError, SvcError
 from svclog.ruler.compat import merge_alerts_data, merge_rules_data
 from svclog.serve.errors import BodyTooLarge, error_response
+from svclog.serve.tenants import Tenants
 
-RULES_PREFIXES = ("/svc/api/v1/rules", "/loki/api/v1/rules", "/api/prom/rules")
-COMPAT_PREFIXES = ("/compat/api/v1", "/prometheus/api/v1", "/api/prom/api/v1")
+REST = "/{rest:path}"  # a rules route's namespace/group tail
 MAX_RULES_BODY = 8 << 20
 YAML = "application/yaml"
 _ACCEPTED = {"status": "success", "data": None, "errorType": "", "error": ""}
@@ -58,51 +56,38 @@ def _segments(request: Request, prefix: str) -> list[str]:
     return [urllib.parse.unquote(s) for s in rest.strip("/").split("/")] if rest.strip("/") else []
 
 
-def configured_api_enabled() -> bool:
-    """`ruler.enable_api` of the gateway's config (on when there is none yet: a bare app in tests)."""
-    from svclog.serve import runtime
+class RulerHandlers:
+    """The rules API and the compat views; with `api_enabled` false every one answers 404."""
 
-    try:
-        return bool(runtime.config().ruler.enable_api)
-    except KeyError:
-        return True
+    def __init__(self, rulers: Rulers, tenants: Tenants, api_enabled: bool = True):
+        self.rulers = rulers
+        self.tenants = tenants
+        self.api_enabled = api_enabled
 
+    async def rules_get(self, request: Request) -> Response:
+        return await self._rules(request, "GET")
 
-def add_ruler_routes(
-    app: FastAPI,
-    get_ruler: Callable[[], Rulers],
-    auth_enabled: bool | Callable[[], bool],
-    api_enabled: bool | Callable[[], bool] = configured_api_enabled,
-) -> FastAPI:
-    def when_enabled(endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
-        async def guarded(request: Request) -> Response:
-            if not (api_enabled() if callable(api_enabled) else api_enabled):
-                return error_response(NotFoundError("404 page not found"))
-            return await endpoint(request)
+    async def rules_post(self, request: Request) -> Response:
+        return await self._rules(request, "POST")
 
-        return guarded
+    async def rules_delete(self, request: Request) -> Response:
+        return await self._rules(request, "DELETE")
 
-    def tenant_of(request: Request) -> str:
-        enabled = auth_enabled() if callable(auth_enabled) else auth_enabled
-        return single_tenant(request.headers.get("x-scope-orgid"), auth_enabled=enabled)
+    async def _rules(self, request: Request, method: str) -> Response:
+        if not self.api_enabled:
+            return error_response(NotFoundError("404 page not found"))
+        try:
+            prefix = request.scope["route"].path.removesuffix(REST)  # the matched row's prefix
+            return await self._rules_call(request, prefix, method)
+        except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
+            return error_response(err)
 
-    async def call(method: str, *args: Any) -> Any:
-        return await get_ruler().call(method, *args)
-
-    def rules_endpoint(prefix: str, method: str):
-        async def endpoint(request: Request) -> Response:
-            try:
-                return await _rules(request, prefix, method)
-            except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
-                return error_response(err)
-
-        return endpoint
-
-    async def _rules(request: Request, prefix: str, method: str) -> Response:
-        tenant = tenant_of(request)
+    async def _rules_call(self, request: Request, prefix: str, method: str) -> Response:
+        tenant = self.tenants.one(request.headers)
         parts = _segments(request, prefix)
         if len(parts) > 2 or (method != "GET" and not parts) or (method == "POST" and len(parts) != 1):
             raise NotFoundError("404 page not found")
+        call = self.rulers.call
         if method == "POST":
             body = await request.body()
             if len(body) > MAX_RULES_BODY:
@@ -122,9 +107,11 @@ def add_ruler_routes(
             text = await call("get_group", tenant, *parts)
         return Response(text, status_code=200, media_type=YAML)
 
-    async def compat_rules(request: Request) -> Response:
+    async def compat_rules(self, request: Request) -> Response:
+        if not self.api_enabled:
+            return error_response(NotFoundError("404 page not found"))
         try:
-            tenant = tenant_of(request)
+            tenant = self.tenants.one(request.headers)
             params = request.query_params
             args = (
                 tenant,
@@ -133,28 +120,20 @@ def add_ruler_routes(
                 params.getlist("rule_group"),
                 params.getlist("rule_name"),
             )
-            parts = await get_ruler().on_all("compat_rules", *args)
+            parts = await self.rulers.on_all("compat_rules", *args)
             return _json({"status": "success", "data": merge_rules_data(parts)})
         except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
             return _compat_failure(err)
 
-    async def compat_alerts(request: Request) -> Response:
+    async def compat_alerts(self, request: Request) -> Response:
+        if not self.api_enabled:
+            return error_response(NotFoundError("404 page not found"))
         try:
-            tenant = tenant_of(request)
-            parts = await get_ruler().on_all("compat_alerts", tenant)
+            tenant = self.tenants.one(request.headers)
+            parts = await self.rulers.on_all("compat_alerts", tenant)
             return _json({"status": "success", "data": merge_alerts_data(parts)})
         except Exception as err:  # noqa: BLE001 - every failure becomes an HTTP answer
             return _compat_failure(err)
-
-    for prefix in RULES_PREFIXES:
-        for method in ("GET", "POST", "DELETE"):
-            endpoint = when_enabled(rules_endpoint(prefix, method))
-            app.add_api_route(prefix, endpoint, methods=[method], include_in_schema=False)
-            app.add_api_route(prefix + "/{rest:path}", endpoint, methods=[method], include_in_schema=False)
-    for prefix in COMPAT_PREFIXES:
-        app.add_api_route(prefix + "/rules", when_enabled(compat_rules), methods=["GET"], include_in_schema=False)
-        app.add_api_route(prefix + "/alerts", when_enabled(compat_alerts), methods=["GET"], include_in_schema=False)
-    return app
 
 
 def _compat_failure(err: Exception) -> Response:

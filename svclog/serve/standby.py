@@ -9,6 +9,7 @@ never disappears and a request answers 503 (retryable) until the real gateway is
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
 from typing import Any
 
 from starlette.responses import PlainTextResponse
@@ -31,7 +32,7 @@ class StandbyApp:
     def response(self) -> PlainTextResponse:
         return PlainTextResponse(self.message, status_code=503, headers={"Retry-After": RETRY_AFTER_S})
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             await self.response()(scope, receive, send)
         elif scope["type"] == "websocket":
@@ -56,6 +57,20 @@ class StandbyApp:
                 elif message["type"] == "lifespan.shutdown":
                     await send({"type": "lifespan.shutdown.complete"})
                     return
+
+
+class StandbySwitch:
+    """Whether this gateway replica stands by: `app` is the StandbyApp it answers with, or None
+    while it serves (the gateway deployment holds one and its app's middleware reads it)."""
+
+    def __init__(self) -> None:
+        self.app: StandbyApp | None = None
+
+    def enter(self, state: str) -> None:
+        self.app = StandbyApp(state)
+
+    def leave(self) -> None:
+        self.app = None
 
 
 def standby_application(state: str) -> Any:

@@ -24,23 +24,22 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from svclog.config import limits_for
+from svclog.config.limits import LimitsConfig
 from svclog.frontend.params import range_request
 from svclog.ingester.tail import DroppedEntry, MergeSettings, PollResult, TailEntry, TailMerger, tail_message
 from svclog.logql.parser import parse_log_query
-from svclog.model import NS, LimitError, ValidationError, now_ns, parse_timestamp, single_tenant
+from svclog.model import NS, LimitError, ValidationError, now_ns, parse_timestamp
 from svclog.querier.request import CATEGORIZE_LABELS
 from svclog.serve.errors import as_svc_error, query_error_response
-from svclog.serve.tail_encoding import LEGACY_TAIL_PATHS, replayed_entry, tail_encoding
+from svclog.serve.tail_encoding import replayed_entry, tail_encoding
+from svclog.serve.tenants import Tenants
 
 log = logging.getLogger("svclog")
 
-TAIL_PATHS = ("/svc/api/v1/tail", "/loki/api/v1/tail", *LEGACY_TAIL_PATHS)
 MAX_DELAY_FOR_S = 5
 DEFAULT_LIMIT = 100
 POLL_WAIT_S = 2.0  # an idle long-poll returns after this long (entries end it at once)
@@ -52,7 +51,6 @@ NEEDS_UPGRADE = "Bad Request\n"  # the reference's WebSocket upgrader answers a 
 
 Query = Callable[[list[str], Any], Awaitable[dict]]
 Encode = Callable[[list[TailEntry], list[DroppedEntry]], dict]
-_active: dict[str, int] = {}  # open tails per tenant in this gateway replica
 
 
 @dataclass(frozen=True)
@@ -64,10 +62,7 @@ class TailRequest:
     start: int  # ns
 
 
-def parse_tail_request(
-    params: Mapping[str, str], org_id: str | None, auth_enabled: bool, now: int | None = None
-) -> TailRequest:
-    tenant = single_tenant(org_id, auth_enabled=auth_enabled)  # several tenants -> 400
+def parse_tail_request(params: Mapping[str, str], tenant: str, now: int | None = None) -> TailRequest:
     query = params.get("query")
     if not query:
         raise ValidationError("query parameter is required")
@@ -267,50 +262,57 @@ async def _deny(websocket: WebSocket, err: Exception) -> None:
         await websocket.close(code=code, reason=str(mapped)[:120] if mapped is not None else "internal error")
 
 
-class TailRoutes:
-    """The endpoints; settings are module-level getters, read per request (see serve/runtime.py)."""
+class TailHandlers:
+    """The tail endpoints; `ingesters` is the IngesterPool (ring snapshot and each ingester's tail
+    client), `query(tenants, RangeRequest)` the replay's query. Counts this replica's open tails."""
 
     def __init__(
-        self, ingesters: Callable[[], Any], query: Query, auth_enabled: Callable[[], bool], config: Callable[[], Any]
+        self,
+        ingesters: Any,
+        query: Query,
+        tenants: Tenants,
+        limits_for: Callable[[str], LimitsConfig],
+        max_duration_s: float = 0.0,
     ):
         self.ingesters = ingesters
         self.query = query
-        self.auth_enabled = auth_enabled
-        self.config = config
+        self.tenants = tenants
+        self.limits_for = limits_for
+        self.max_duration_s = max_duration_s  # querier.tail_max_duration; 0: no limit
+        self.active: dict[str, int] = {}  # open tails per tenant
 
-    def parse(self, params: Mapping[str, str], org_id: str | None) -> TailRequest:
-        return parse_tail_request(params, org_id, self.auth_enabled())
+    def parse(self, params: Mapping[str, str], headers: Mapping[str, str]) -> TailRequest:
+        return parse_tail_request(params, self.tenants.one(headers))  # several tenants -> 400
 
     async def http(self, request: Request) -> Response:
         """A plain GET: the same validation errors, else a 400 asking for the upgrade."""
         try:
-            self.parse(request.query_params, request.headers.get("x-scope-orgid"))
+            self.parse(request.query_params, request.headers)
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
             return query_error_response(err)
         return PlainTextResponse(NEEDS_UPGRADE, status_code=400)
 
     async def websocket(self, websocket: WebSocket) -> None:
         try:
-            request = self.parse(websocket.query_params, websocket.headers.get("x-scope-orgid"))
+            request = self.parse(websocket.query_params, websocket.headers)
         except Exception as err:  # noqa: BLE001
             await _deny(websocket, err)
             return
-        cfg = self.config()
-        limit = limits_for(cfg, request.tenant).max_concurrent_tail_requests
-        count = _active.get(request.tenant, 0) + 1
+        limit = self.limits_for(request.tenant).max_concurrent_tail_requests
+        count = self.active.get(request.tenant, 0) + 1
         if limit > 0 and count > limit:
             await _deny(
                 websocket, LimitError(f"max concurrent tail requests limit exceeded, count > limit ({count} > {limit})")
             )
             return
-        _active[request.tenant] = count
+        self.active[request.tenant] = count
         session: TailSession | None = None
         try:
             encode, categorize = tail_encoding(websocket.scope["path"], websocket.headers)
-            session = TailSession(request, self.ingesters(), self.query, encode, categorize)
-            await self._serve(websocket, session, cfg.querier.tail_max_duration / NS)
+            session = TailSession(request, self.ingesters, self.query, encode, categorize)
+            await self._serve(websocket, session, self.max_duration_s)
         finally:
-            _active[request.tenant] = _active.get(request.tenant, 1) - 1
+            self.active[request.tenant] = self.active.get(request.tenant, 1) - 1
             if session is not None:
                 await session.close()
 
@@ -341,18 +343,3 @@ class TailRoutes:
         finally:
             for task in tasks:
                 task.cancel()
-
-
-def add_tail_routes(
-    app: FastAPI,
-    ingesters: Callable[[], Any],
-    query: Query,
-    auth_enabled: Callable[[], bool],
-    config: Callable[[], Any],
-) -> FastAPI:
-    """`ingesters()` gives the IngesterPool, `query(tenants, RangeRequest)` the query data."""
-    routes = TailRoutes(ingesters, query, auth_enabled, config)
-    for path in TAIL_PATHS:
-        app.add_api_websocket_route(path, routes.websocket)
-        app.add_api_route(path, routes.http, methods=["GET"], include_in_schema=False)
-    return app

@@ -9,9 +9,10 @@ import pytest
 from fastapi import FastAPI
 
 from svclog.actors.service_clients import CompactorClient
-from svclog.serve.delete_routes import add_delete_routes
+from svclog.serve.app import Services
 from svclog.storage.objstore import ObjectStore
 from tests.compactor.helpers import Clock, make_compactor
+from tests.fuzz.harness import app_with
 
 CASES = Path("/work/shared/conformance/cases/deletes")
 
@@ -72,7 +73,7 @@ class Client:
 def client(tmp_path):
     compactor = make_compactor(ObjectStore(str(tmp_path)), Clock())
     actor = FakeActor(compactor)
-    app = add_delete_routes(FastAPI(), lambda: CompactorClient(actor), auth_enabled=True)
+    app = app_with(Services(compactor=CompactorClient(actor)), auth_enabled=True)
     return Client(app)
 
 
@@ -123,6 +124,6 @@ def test_status_codes_and_errors(client):
 def test_auth_disabled_uses_the_fake_tenant(tmp_path):
     compactor = make_compactor(ObjectStore(str(tmp_path)), Clock())
     actor = FakeActor(compactor)
-    client = Client(add_delete_routes(FastAPI(), lambda: CompactorClient(actor), auth_enabled=lambda: False))
+    client = Client(app_with(Services(compactor=CompactorClient(actor)), auth_enabled=False))
     assert client.post("/svc/api/v1/delete", params={"query": '{app="a"}', "start": "1793491200"}).status_code == 204
     assert [r["query"] for r in compactor.list_delete_requests("fake")] == ['{app="a"}']

@@ -1,7 +1,7 @@
 """A Ray-free svclog: the real gateway routes and handlers over real decoding, validation,
 ingesters and querier, all in one process.
 
-`InProcessBackend` implements the handlers' `Backend` protocol the way the Ray deployments
+`InProcessBackend` implements svclog/serve/backend.py's `Backend` protocol the way the Ray deployments
 do (decode_push + Distributor on the write side, Querier on the read side) with plain
 objects in between: two WAL-less ingesters on a two-member ring and a local object store.
 """
@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -20,15 +21,15 @@ from fastapi import FastAPI
 
 from svclog.config import Config, limits_for, load_config
 from svclog.distributor.distributor import Distributor
+from svclog.frontend.params import RangeRequest
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.ingester.instance import local_stream_limit
-from svclog.model import StreamColumns
+from svclog.model import PushStream, StreamColumns
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.ring.ring import Ring
+from svclog.serve.app import GatewaySettings, Services
+from svclog.serve.app import build_app as build_gateway_app
 from svclog.serve.codecs.push import decode_push
-from svclog.serve.handlers import Handlers
-from svclog.serve.otlp_routes import add_otlp_routes
-from svclog.serve.routes import add_routes, set_handlers
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
 from svclog.storage.objstore import ObjectStore
@@ -119,40 +120,50 @@ class InProcessBackend:
 
     # ---------------------------------------------------------- write path
 
-    async def push(self, tenant, body, content_type, content_encoding):
+    async def push(self, tenant: str, body: bytes, content_type: str | None, content_encoding: str | None) -> Any:
         streams = decode_push(
             body, content_type, content_encoding, max_decompressed_bytes=self.cfg.server.max_decompressed_body_bytes
         )
         return self.distributor.push(tenant, streams)
 
-    async def push_decoded(self, tenant, streams):
+    async def push_decoded(self, tenant: str, streams: list[PushStream]) -> Any:
         return self.distributor.push(tenant, streams)
 
     # ---------------------------------------------------------- read path
 
-    async def query(self, tenants, request, *routing):  # routing: where the Ray backend sends it
-        return self.querier.query(tenants, request)
+    async def query(self, tenants: list[str], request: RangeRequest, actor_path: Sequence[str] = ()) -> dict:
+        return self.querier.query(tenants, request)  # actor_path: where the Ray backend's scheduler sends it
 
-    async def series(self, tenants, selectors, start, end):
+    async def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]:
         return self.querier.series(tenants, selectors, start, end)
 
-    async def label_names(self, tenants, start, end, query):
+    async def label_names(self, tenants: list[str], start: int, end: int, query: str | None) -> list[str]:
         return self.querier.label_names(tenants, start, end, query)
 
-    async def label_values(self, tenants, name, start, end, query):
+    async def label_values(self, tenants: list[str], name: str, start: int, end: int, query: str | None) -> list[str]:
         return self.querier.label_values(tenants, name, start, end, query)
 
-    async def index_stats(self, tenants, query, start, end):
+    async def index_stats(self, tenants: list[str], query: str, start: int, end: int) -> dict:
         return self.querier.index_stats(tenants, query, start, end)
 
-    async def volume(self, tenants, *args):
-        return self.querier.volume(tenants, *args)
+    async def volume(
+        self,
+        tenants: list[str],
+        query: str,
+        start: int,
+        end: int,
+        limit: int,
+        targets: tuple[str, ...],
+        aggregate_by: str,
+        step: int | None,
+    ) -> Any:
+        return self.querier.volume(tenants, query, start, end, limit, targets, aggregate_by, step)
 
     async def flush(self):
         for ing in self.ingesters.values():
             ing.flush(force=True)
 
-    async def ingester_stats(self):
+    async def ingester_stats(self) -> list[dict]:
         return []
 
 
@@ -161,29 +172,6 @@ def harness_config(root: str, *flags: str) -> Config:
         None,
         [f"-common.path-prefix={root}", "-auth.enabled=true", "-querier.multi-tenant-queries-enabled=true", *flags],
     )
-
-
-def build_app(backend: InProcessBackend) -> FastAPI:
-    """The gateway's route table over `backend` (the push and query routes, and OTLP)."""
-    cfg = backend.cfg
-    app = add_routes(FastAPI())
-    add_otlp_routes(
-        app,
-        backend.push_decoded,
-        cfg.auth_enabled,
-        cfg.server.max_request_body_bytes,
-        cfg.server.max_decompressed_body_bytes,
-    )
-    set_handlers(
-        Handlers(
-            backend,
-            auth_enabled=cfg.auth_enabled,
-            multi_tenant_queries=cfg.querier.multi_tenant_queries_enabled,
-            max_body_bytes=cfg.server.max_request_body_bytes,
-            volume_enabled=cfg.limits_config.volume_enabled,
-        )
-    )
-    return app
 
 
 # ---------------------------------------------------------------- the rest of the gateway's routes
@@ -276,8 +264,9 @@ class NoIngesterTails:
         self.ring = SimpleNamespace(get=lambda: ring)
 
 
-def build_full_app(backend: InProcessBackend) -> FastAPI:
-    """build_app plus the ruler, delete, pattern, tail and admin routes over in-process components."""
+def in_process_services(backend: InProcessBackend) -> Services:
+    """The gateway's services over in-process components: what deployments.py's Gateway passes as
+    Ray clients (rulers, compactor and pattern ingester behind actor-like handles)."""
     from svclog.actors.compactor_actor import CompactorActor
     from svclog.actors.pattern_actor import PatternActor
     from svclog.actors.service_clients import CompactorClient, PatternClient, RulerClient
@@ -285,15 +274,9 @@ def build_full_app(backend: InProcessBackend) -> FastAPI:
     from svclog.ruler.ruler import Ruler, RulerSettings
     from svclog.ruler.service import RulerService
     from svclog.ruler.store import RuleStore
-    from svclog.serve.admin_routes import add_admin_routes
-    from svclog.serve.delete_routes import add_delete_routes
-    from svclog.serve.pattern_routes import add_pattern_routes
-    from svclog.serve.ruler_routes import add_ruler_routes
-    from svclog.serve.tail_routes import add_tail_routes
     from svclog.storage.objstore import ObjectStore
 
     cfg = backend.cfg
-    app = build_app(backend)
     store = RuleStore(ObjectStore(cfg.common.path_prefix + "/rules"))
 
     class NoQueries:
@@ -302,20 +285,27 @@ def build_full_app(backend: InProcessBackend) -> FastAPI:
 
     ruler = Ruler(store, NoQueries(), RulerSettings())
     ruler_service = Handle(RulerService(RulesAPI(store, on_change=lambda tenant: ruler.sync(1, tenant)), ruler))
-    compactor = Handle(CompactorActor(cfg, background=False).compactor)
-    patterns = Handle(PatternActor(cfg))
-    admin = InProcessAdmin(backend)
-    tails = NoIngesterTails()
+    return Services(
+        backend=backend,
+        admin=InProcessAdmin(backend),
+        compactor=CompactorClient(Handle(CompactorActor(cfg, background=False).compactor)),
+        rulers=RulerClient(ruler_service),
+        patterns=PatternClient(Handle(PatternActor(cfg))),
+        ingesters=NoIngesterTails(),
+    )
 
-    async def query_logs(tenants, request):
-        return await backend.query(tenants, request)
 
-    add_ruler_routes(app, lambda: RulerClient(ruler_service), cfg.auth_enabled, api_enabled=True)
-    add_delete_routes(app, lambda: CompactorClient(compactor), cfg.auth_enabled)
-    add_pattern_routes(app, lambda: PatternClient(patterns), cfg.auth_enabled)
-    add_tail_routes(app, lambda: tails, query_logs, lambda: cfg.auth_enabled, lambda: cfg)
-    add_admin_routes(app, lambda: admin)
-    return app
+def build_app(backend: InProcessBackend) -> FastAPI:
+    """The gateway's app (svclog/serve/app.py: every route of the table) over in-process services.
+    The rules API and patterns answer 404 unless the config enables them, as in the service."""
+    return build_gateway_app(GatewaySettings.from_config(backend.cfg), in_process_services(backend))
+
+
+def app_with(services: Services, *flags: str, **settings: Any) -> FastAPI:
+    """The gateway app over `services` (the others absent: 503), configured by command-line `flags`
+    and with GatewaySettings fields overridden by `settings`."""
+    cfg = load_config(None, list(flags))
+    return build_gateway_app(replace(GatewaySettings.from_config(cfg), **settings), services)
 
 
 class Client:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from fastapi import FastAPI
 from starlette.routing import Route, WebSocketRoute
 
 from tests.fuzz import strategies as fz
@@ -48,23 +47,11 @@ class FuzzRequest:
 
 
 def gateway_routes() -> list[RouteSpec]:
-    """Every HTTP route the gateway app serves (deployments.py assembles the same modules)."""
-    from svclog.serve.admin_routes import add_admin_routes
-    from svclog.serve.delete_routes import add_delete_routes
-    from svclog.serve.otlp_routes import add_otlp_routes
-    from svclog.serve.pattern_routes import add_pattern_routes
-    from svclog.serve.routes import add_routes
-    from svclog.serve.ruler_routes import add_ruler_routes
-    from svclog.serve.tail_routes import add_tail_routes
+    """Every HTTP route the gateway app serves: the app svclog/serve/app.py builds from the table."""
+    from svclog.config import default_config
+    from svclog.serve.app import GatewaySettings, Services, build_app
 
-    app = add_routes(FastAPI(docs_url=None, redoc_url=None, openapi_url=None))
-    nothing: Any = lambda *args: None  # noqa: E731 - only the paths are read
-    add_admin_routes(app, nothing)
-    add_delete_routes(app, nothing, True)
-    add_pattern_routes(app, nothing, True)
-    add_ruler_routes(app, nothing, True, True)
-    add_otlp_routes(app, nothing, True, 1, 1)
-    add_tail_routes(app, nothing, nothing, nothing, nothing)
+    app = build_app(GatewaySettings.from_config(default_config()), Services())
     specs = []
     for route in app.routes:
         if isinstance(route, WebSocketRoute):

@@ -1,7 +1,7 @@
 """Fuzz the gateway's whole route table in process: every answer < 500 and within 5 s.
 
-The app is the route table plus the ruler, delete, pattern, tail and admin routes over
-in-process components (tests/fuzz/harness.py `build_full_app`), no Ray. One sweep sends a
+The app is the gateway's one route table over in-process services (tests/fuzz/harness.py
+`build_app`), no Ray. One sweep sends a
 few seeded requests to every route, then hypothesis draws more over random routes. Counts by
 status class are printed at the end (run with -s). FUZZ_SCALE=10 runs ten times as many.
 """
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.harness import Client, InProcessBackend, build_full_app, harness_config, seed_data
+from tests.fuzz.harness import Client, InProcessBackend, build_app, harness_config, seed_data
 from tests.fuzz.route_requests import Tally, gateway_routes, httpx_args, random_request
 
 SCALE = float(os.environ.get("FUZZ_SCALE", "1"))
@@ -38,7 +38,7 @@ def fuzz(tmp_path_factory):
         "-pattern-ingester.enabled=true",
         "-ruler.enable-api=true",
     )
-    client = Client(build_full_app(InProcessBackend(cfg, root)))
+    client = Client(build_app(InProcessBackend(cfg, root)))
     seed_data(client)
     tally = Tally(slow_s=SLOW_S)
     began = time.perf_counter()

@@ -13,7 +13,8 @@ from fastapi import FastAPI
 from svclog.actors.service_clients import PatternClient
 from svclog.model import NS
 from svclog.pattern import PatternIngester
-from svclog.serve.pattern_routes import add_pattern_routes
+from svclog.serve.app import Services
+from tests.fuzz.harness import app_with
 from tests.pattern.test_ingester import T0, stream
 
 CASES = Path("/work/shared/conformance/cases/patterns")
@@ -56,7 +57,8 @@ def call(app: FastAPI, path: str, params: dict | list, headers: dict | None = No
 
 
 def make_app(actor, auth_enabled: bool = True) -> FastAPI:
-    return add_pattern_routes(FastAPI(), (lambda: PatternClient(actor)) if actor else None, auth_enabled)
+    patterns = PatternClient(actor) if actor else None
+    return app_with(Services(patterns=patterns), auth_enabled=auth_enabled, pattern_ingester_enabled=actor is not None)
 
 
 @pytest.mark.parametrize("prefix", ["/svc", "/loki"])
@@ -103,16 +105,11 @@ def test_disabled_pattern_ingester_answers_404():
     assert "pattern_ingester.enabled" in resp.text
 
 
-def test_the_gateway_has_no_pattern_actor_when_disabled(monkeypatch):
-    from svclog.config import load_config
-    from svclog.serve import runtime
-
-    monkeypatch.setattr(runtime, "_state", {})
-    runtime.configure(load_config(None, []), distributor=None)
-    assert runtime.pattern_actor() is None  # so the route above answers 404, never touching Ray
-    app = add_pattern_routes(FastAPI(), runtime.pattern_actor, True)
+def test_the_gateway_has_no_pattern_actor_when_disabled(actor):
+    """pattern_ingester.enabled false (the default): 404 even with a pattern client at hand."""
+    app = app_with(Services(patterns=PatternClient(actor)))
     resp = call(app, "/svc/api/v1/patterns", {"query": '{app="api"}'}, {"X-Scope-OrgID": "acme"})
-    assert resp.status_code == 404
+    assert resp.status_code == 404 and "pattern_ingester.enabled" in resp.text
 
 
 def test_conformance_cases(actor):

@@ -11,14 +11,14 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from fastapi import FastAPI
 
 from svclog.actors.service_clients import RulerClient
 from svclog.model import NS, SvcError
 from svclog.ruler.api import RulesAPI
 from svclog.ruler.ruler import Ruler, RulerSettings
 from svclog.ruler.service import RulerService
-from svclog.serve.ruler_routes import add_ruler_routes
+from svclog.serve.app import Services
+from tests.fuzz.harness import app_with
 
 from .conftest import ALERT_BODY, RECORD_BODY
 
@@ -69,7 +69,8 @@ def service(rule_store):
 
 
 def _client(service, auth_enabled=True, handles=None, api_enabled=True):
-    app = add_ruler_routes(FastAPI(), lambda: RulerClient(handles or Handle(service)), auth_enabled, api_enabled)
+    rulers = RulerClient(handles or Handle(service))
+    app = app_with(Services(rulers=rulers), auth_enabled=auth_enabled, ruler_api_enabled=api_enabled)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc")
 
 
@@ -196,7 +197,7 @@ def test_compat_merges_the_rulers_a_ruler_names(rule_store):
         services[member] = RulerService(api, ruler, peers=lambda: [Handle(s) for s in services.values()])
 
     async def scenario():
-        app = add_ruler_routes(FastAPI(), lambda: RulerClient(Handle(services["r0"])), True, api_enabled=True)
+        app = app_with(Services(rulers=RulerClient(Handle(services["r0"]))), auth_enabled=True, ruler_api_enabled=True)
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svc") as c:
             for i in range(12):
                 body = ALERT_BODY.replace("api-errors", f"g{i}")
@@ -226,7 +227,7 @@ def test_disabled_api_answers_404_everywhere(service):
     ]
 
     async def scenario():
-        async with _client(service, api_enabled=lambda: False) as c:
+        async with _client(service, api_enabled=False) as c:
             for path in paths:
                 for headers in (H, {}):
                     r = await c.get(path, headers=headers)
@@ -239,16 +240,12 @@ def test_disabled_api_answers_404_everywhere(service):
     run(scenario())
 
 
-def test_api_follows_the_gateway_config(service, monkeypatch):
+def test_api_follows_the_gateway_config():
     from svclog.config import load_config
-    from svclog.serve import ruler_routes, runtime
+    from svclog.serve.app import GatewaySettings
 
-    monkeypatch.setattr(runtime, "_state", {})
-    assert ruler_routes.configured_api_enabled()  # no config yet: a bare app
-    monkeypatch.setattr(runtime, "_state", {"cfg": load_config(None, [])})
-    assert not ruler_routes.configured_api_enabled()  # off by default
-    monkeypatch.setattr(runtime, "_state", {"cfg": load_config(None, ["-ruler.enable-api=true"])})
-    assert ruler_routes.configured_api_enabled()
+    assert not GatewaySettings.from_config(load_config(None, [])).ruler_api_enabled  # off by default
+    assert GatewaySettings.from_config(load_config(None, ["-ruler.enable-api=true"])).ruler_api_enabled
 
 
 # ---------------------------------------------------------------- recorded conformance cases

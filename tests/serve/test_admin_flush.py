@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-from fastapi import FastAPI
 
 from svclog.serve.admin_backend import IngesterUnavailable
-from svclog.serve.admin_routes import add_admin_routes
-from svclog.serve.routes import add_routes
+from svclog.serve.app import Services
+from tests.fuzz.harness import app_with
 
 
 class FlushOnly:
@@ -37,21 +36,21 @@ def call(app, method, path) -> httpx.Response:
 
 def test_flush_answers_204_once_every_ingester_flushed():
     backend = FlushOnly()
-    app = add_admin_routes(FastAPI(), lambda: backend)
+    app = app_with(Services(admin=backend))
     assert call(app, "POST", "/flush").status_code == 204
     assert call(app, "GET", "/flush").status_code == 204 and backend.flushes == 2
 
 
 def test_a_down_ingester_is_a_503_that_names_it():
     backend = FlushOnly(down="ingester-1")
-    app = add_admin_routes(FastAPI(), lambda: backend)
+    app = app_with(Services(admin=backend))
     for method, path in (("POST", "/flush"), ("GET", "/ingester/prepare_shutdown")):
         resp = call(app, method, path)
         assert resp.status_code == 503 and "ingester ingester-1 is unavailable" in resp.text, (path, resp.text)
 
 
-def test_admin_routes_own_flush_over_the_route_table():
+def test_flush_is_one_route_of_the_table():
     backend = FlushOnly(down="ingester-1")
-    app = add_admin_routes(add_routes(FastAPI()), lambda: backend)  # the table registers /flush first
+    app = app_with(Services(admin=backend))
     assert [r.path for r in app.router.routes].count("/flush") == 1
     assert call(app, "POST", "/flush").status_code == 503 and backend.flushes == 1

@@ -7,16 +7,15 @@ import logging
 
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from svclog.distributor.distributor import IngestionBlocked
 from svclog.model import NotFoundError
 from svclog.ring.ring import Member
 from svclog.ring.status_page import RingView
-from svclog.serve.admin_routes import add_admin_routes, parse_bool
-from svclog.serve.handlers import Handlers
-from svclog.serve.routes import add_routes, set_handlers
+from svclog.serve.admin_routes import parse_bool
+from svclog.serve.app import Services
 from svclog.services import State
+from tests.fuzz.harness import app_with
 
 S = 1_000_000_000
 NOW = 1_700_000_000 * S
@@ -74,7 +73,7 @@ def admin():
 
 @pytest.fixture
 def app(admin):
-    return add_admin_routes(FastAPI(), lambda: admin)
+    return app_with(Services(admin=admin))
 
 
 def call(app, method, path, **kw) -> httpx.Response:
@@ -220,12 +219,7 @@ class BlockedBackend:
 
 
 def _push_app(status, message):
-    set_handlers(
-        Handlers(
-            BlockedBackend(status, message), auth_enabled=False, multi_tenant_queries=False, max_body_bytes=1 << 20
-        )
-    )
-    return add_routes(FastAPI())
+    return app_with(Services(backend=BlockedBackend(status, message)), auth_enabled=False, max_body_bytes=1 << 20)
 
 
 def test_blocked_ingestion_answers_the_configured_status_with_a_message():

@@ -7,12 +7,13 @@ from dataclasses import replace
 
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from svclog.config.limits import LimitsConfig, RetentionStream
+from svclog.serve.app import Services
 from svclog.serve.drilldown import published_limits
-from svclog.serve.handlers import Handlers
-from svclog.serve.routes import add_routes, set_handlers
+from tests.fuzz.harness import app_with
+
+VOLUME_ON = replace(LimitsConfig(), volume_enabled=True)
 
 RANGE = {"start": "1000000000000", "end": "2000000000000"}
 STREAMS = [
@@ -47,10 +48,8 @@ class Backend:
 
 def get(path, params=None, headers=None, **handler_options):
     backend = Backend()
-    set_handlers(
-        Handlers(backend, auth_enabled=True, multi_tenant_queries=True, max_body_bytes=1 << 20, **handler_options)
-    )
-    app = add_routes(FastAPI())
+    settings = {"limits_for": lambda tenant: VOLUME_ON, **handler_options}
+    app = app_with(Services(backend=backend), auth_enabled=True, multi_tenant_queries=True, **settings)
 
     async def send():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svclog") as client:

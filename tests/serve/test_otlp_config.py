@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from fastapi import FastAPI
 
 from svclog.config.limits import LimitsConfig
+from svclog.serve.app import Services
 from svclog.serve.codecs.otlp import encode_otlp_logs_protobuf, otlp_rules
-from svclog.serve.otlp_routes import add_otlp_routes, rules_for
+from tests.fuzz.harness import app_with
 from tests.serve.test_otlp_codec import PROTO, decode, record, request
 from tests.serve.test_otlp_routes import FakePush, post
 
@@ -97,13 +97,12 @@ def test_route_uses_the_tenants_limits():
         "bad": replace(LimitsConfig(), otlp_config={"log_attributes": 3}),
     }
     push = FakePush()
-    app = add_otlp_routes(
-        FastAPI(),
-        push,
+    app = app_with(
+        Services(backend=push),
         auth_enabled=True,
         max_body_bytes=1 << 20,
         max_decompressed_bytes=1 << 20,
-        tenant_otlp=lambda tenant: rules_for(limits.get(tenant, LimitsConfig())),
+        limits_for=lambda tenant: limits.get(tenant, LimitsConfig()),
     )
     response = post(app, body=body(), headers={"Content-Type": PROTO, "X-Scope-OrgID": "a"})
     assert response.status_code == 200

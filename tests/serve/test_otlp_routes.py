@@ -14,9 +14,10 @@ from fastapi import FastAPI
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
 from svclog.model import PushStream, RateLimitError, ValidationError
+from svclog.serve.app import Services
 from svclog.serve.codecs.otlp import encode_otlp_logs_json
 from svclog.serve.errors import ErrorReply
-from svclog.serve.otlp_routes import add_otlp_routes
+from tests.fuzz.harness import app_with
 
 PROTO = "application/x-protobuf"
 JSON = "application/json"
@@ -34,10 +35,13 @@ class FakePush:
             raise self.error
         return self.result
 
+    async def push_decoded(self, tenant: str, streams: list[PushStream]) -> object:
+        return await self(tenant, streams)
+
 
 def make_app(push: FakePush, *, auth_enabled: bool = False, max_body_bytes: int = 1 << 20) -> FastAPI:
-    return add_otlp_routes(
-        FastAPI(), push, auth_enabled=auth_enabled, max_body_bytes=max_body_bytes, max_decompressed_bytes=1 << 20
+    return app_with(
+        Services(backend=push), auth_enabled=auth_enabled, max_body_bytes=max_body_bytes, max_decompressed_bytes=1 << 20
     )
 
 

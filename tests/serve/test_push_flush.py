@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-from fastapi import FastAPI
 
 from svclog.ingester.ingester import FlushError
-from svclog.serve.admin_routes import add_admin_routes
+from svclog.serve.app import Services
+from tests.fuzz.harness import app_with
 
 
 class FlushBackend:
@@ -22,7 +22,7 @@ class FlushBackend:
 
 
 def _flush(backend) -> httpx.Response:
-    app = add_admin_routes(FastAPI(), lambda: backend)
+    app = app_with(Services(admin=backend))
 
     async def send():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svclog") as client:

@@ -10,15 +10,14 @@ from types import SimpleNamespace
 import httpx
 import pytest
 import snappy
-from fastapi import FastAPI
 
 from svclog.distributor.distributor import AcceptedCounts, Distributor
 from svclog.ring.ring import Ring
 from svclog.serve import telemetry
+from svclog.serve.app import Services
 from svclog.serve.codecs import push_pb2
 from svclog.serve.codecs.push_columns import decode_push_columns
-from svclog.serve.handlers import Handlers
-from svclog.serve.routes import add_routes, set_handlers
+from tests.fuzz.harness import app_with
 
 NOW = time.time_ns()
 LIMITS = SimpleNamespace(
@@ -87,8 +86,7 @@ def _json(streams) -> bytes:
 
 
 def _post(backend, body, content_type) -> httpx.Response:
-    set_handlers(Handlers(backend, auth_enabled=False, multi_tenant_queries=False, max_body_bytes=1 << 24))
-    app = add_routes(FastAPI())
+    app = app_with(Services(backend=backend), auth_enabled=False, max_body_bytes=1 << 24)
 
     async def send():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svclog") as client:

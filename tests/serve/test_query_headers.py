@@ -143,13 +143,11 @@ def test_rfc3339_times_and_millisecond_step(tmp_path, caplog):
 def test_query_log_gets_a_stderr_handler_only_where_no_host_configured_logging(monkeypatch):
     from svclog.serve import query_log
 
-    monkeypatch.setattr(query_log, "_output_checked", False)
     monkeypatch.setattr(logging.getLogger(), "handlers", [])  # a Serve replica: nothing configured
     monkeypatch.setattr(query_log.log, "handlers", [])
-    query_log._ensure_output()
+    query_log.ensure_output()
     assert [type(h) for h in query_log.log.handlers] == [logging.StreamHandler]
-    monkeypatch.setattr(query_log, "_output_checked", False)
     monkeypatch.setattr(logging.getLogger(), "handlers", [logging.NullHandler()])  # the host's own
     monkeypatch.setattr(query_log.log, "handlers", [])
-    query_log._ensure_output()
+    query_log.ensure_output()
     assert query_log.log.handlers == []

@@ -7,23 +7,13 @@ import pytest
 from starlette.testclient import TestClient, WebSocketDenialResponse
 
 from svclog.config import default_config
-from svclog.serve.routes import API_PREFIXES, API_ROUTES, OTHER_ROUTES
+from svclog.serve.routes import http_routes
 from svclog.serve.standby import GATEWAY_DEPLOYMENT, StandbyApp, standby_application
 
 
 def _paths() -> list[tuple[str, str]]:
-    out = []
-    for _, methods, paths in API_ROUTES:
-        out += [(methods[0], prefix + path.replace("{name}", "app")) for prefix in API_PREFIXES for path in paths]
-    for _, methods, paths in OTHER_ROUTES:
-        out += [(methods[0], path.replace("{name}", "app")) for path in paths]
-    return out + [
-        ("GET", "/ready"),
-        ("POST", "/otlp/v1/logs"),
-        ("POST", "/loki/api/v1/rules/ns"),
-        ("DELETE", "/loki/api/v1/delete"),
-        ("GET", "/no/such/route"),
-    ]
+    out = [(methods[0], path.replace("{name}", "app").replace("{rest:path}", "ns")) for methods, path in http_routes()]
+    return out + [("GET", "/no/such/route")]
 
 
 @pytest.mark.parametrize("state", ["starting", "stopping"])

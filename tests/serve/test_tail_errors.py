@@ -4,11 +4,10 @@ from types import SimpleNamespace
 
 import pytest
 import ray.exceptions as rex
-from fastapi import FastAPI
 from starlette.testclient import TestClient, WebSocketDenialResponse
 
-from svclog.config import default_config
-from svclog.serve.tail_routes import add_tail_routes
+from svclog.serve.app import Services
+from tests.fuzz.harness import app_with
 
 Q = '{app="a"}'
 
@@ -16,8 +15,12 @@ Q = '{app="a"}'
 def _client(query) -> TestClient:
     ring = SimpleNamespace(healthy_members=list, members={})
     pool = SimpleNamespace(ring=SimpleNamespace(get=lambda: ring))
-    cfg = default_config()
-    return TestClient(add_tail_routes(FastAPI(), lambda: pool, query, lambda: False, lambda: cfg))
+    return TestClient(app_with(Services(backend=QueryOnly(query), ingesters=pool), auth_enabled=False))
+
+
+class QueryOnly:
+    def __init__(self, query):
+        self.query = query
 
 
 @pytest.mark.parametrize(

@@ -22,12 +22,12 @@ from svclog.config import load_config
     ],
 )
 def test_unexposed_groups_are_404(target, path, method):
-    from svclog.serve import deployments, runtime
+    from svclog.serve.app import GatewaySettings, Services, build_app
 
-    runtime.configure(load_config(None, [f"-target={target}"]), None)
+    app = build_app(GatewaySettings.from_config(load_config(None, [f"-target={target}"])), Services())
 
     async def call():
-        transport = httpx.ASGITransport(app=deployments.app)
+        transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
             return await client.request(method, path, headers={"X-Scope-OrgID": "t"})
 
@@ -38,25 +38,26 @@ def test_unexposed_groups_are_404(target, path, method):
 
 def test_a_stopping_gateway_answers_503_with_retry_after_on_every_route():
     from svclog import launch
-    from svclog.serve import deployments, runtime
+    from svclog.serve.app import GatewaySettings, Services, build_app
+    from svclog.serve.standby import StandbySwitch
 
     cfg = load_config(None, [])
-    runtime.configure(cfg, None)
     assert launch.single_gateway(cfg)  # the local default: the stop tells the one replica directly
-    runtime.enter_standby("stopping")
-    try:
+    standby = StandbySwitch()
+    app = build_app(GatewaySettings.from_config(cfg), Services(), standby)
+    standby.enter("stopping")
 
-        async def call(method, path):
-            transport = httpx.ASGITransport(app=deployments.app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
-                return await client.request(method, path, headers={"X-Scope-OrgID": "t"})
+    async def call(method, path):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://svc") as client:
+            return await client.request(method, path, headers={"X-Scope-OrgID": "t"})
 
-        for method, path in [("POST", "/loki/api/v1/push"), ("GET", "/ready"), ("GET", "/nope")]:
-            response = asyncio.run(call(method, path))
-            assert response.status_code == 503 and response.headers["retry-after"] == "1"
-            assert "stopping" in response.text
-    finally:
-        runtime._state.pop("standby", None)
+    for method, path in [("POST", "/loki/api/v1/push"), ("GET", "/ready"), ("GET", "/nope")]:
+        response = asyncio.run(call(method, path))
+        assert response.status_code == 503 and response.headers["retry-after"] == "1"
+        assert "stopping" in response.text
+    standby.leave()
+    assert asyncio.run(call("GET", "/nope")).status_code == 404
 
 
 def test_volume_range_with_bounds_at_the_int64_edge_is_a_400_not_a_500():

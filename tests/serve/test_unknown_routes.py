@@ -6,15 +6,13 @@ from __future__ import annotations
 import asyncio
 
 import httpx
-from fastapi import FastAPI
 
-from svclog.serve.handlers import Handlers
-from svclog.serve.routes import add_routes, set_handlers
+from svclog.serve.app import Services
+from tests.fuzz.harness import app_with
 
 
 def send(method: str, path: str) -> httpx.Response:
-    set_handlers(Handlers(object(), auth_enabled=False, multi_tenant_queries=False, max_body_bytes=1 << 20))
-    app = add_routes(FastAPI())
+    app = app_with(Services(), auth_enabled=False)
 
     async def go():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svclog") as client:

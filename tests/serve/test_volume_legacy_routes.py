@@ -6,11 +6,12 @@ import asyncio
 from dataclasses import replace
 
 import httpx
-from fastapi import FastAPI
 
 from svclog.config.limits import LimitsConfig
-from svclog.serve.handlers import Handlers
-from svclog.serve.routes import add_routes, set_handlers
+from svclog.serve.app import Services
+from tests.fuzz.harness import app_with
+
+VOLUME_ON = replace(LimitsConfig(), volume_enabled=True)
 
 Q = '{app="a"}'
 SERIES = [{"metric": {"app": name}, "value": [1, "1"]} for name in "abc"]
@@ -36,10 +37,8 @@ class Backend:
 
 def get(path, params=None, tenant="t", **handler_options):
     backend = Backend()
-    set_handlers(
-        Handlers(backend, auth_enabled=True, multi_tenant_queries=True, max_body_bytes=1 << 20, **handler_options)
-    )
-    app = add_routes(FastAPI())
+    settings = {"limits_for": lambda tenant: VOLUME_ON, **handler_options}
+    app = app_with(Services(backend=backend), auth_enabled=True, multi_tenant_queries=True, **settings)
 
     async def send():
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://svclog") as client:
@@ -81,8 +80,8 @@ def test_volume_enabled_per_tenant():
     assert response.status_code == 200
     response, _ = get("/svc/api/v1/index/volume", {"query": Q}, tenant="on|off", limits_for=limits_for)
     assert response.status_code == 404  # every tenant of a multi-tenant query must allow it
-    # without per-tenant limits the single switch still works (the fuzz harness builds Handlers so)
-    response, _ = get("/svc/api/v1/index/volume", {"query": Q}, volume_enabled=False)
+    # one switch for every tenant
+    response, _ = get("/svc/api/v1/index/volume", {"query": Q}, limits_for=lambda tenant: limits["off"])
     assert response.status_code == 404
 
 
@@ -132,17 +131,14 @@ def test_tail_paths_pick_their_message_shape():
 
     from starlette.testclient import TestClient
 
-    from svclog.config import default_config
-    from svclog.serve.tail_routes import add_tail_routes
-
     ring = SimpleNamespace(healthy_members=list, members={})
     pool = SimpleNamespace(ring=SimpleNamespace(get=lambda: ring))
-    cfg = default_config()
 
-    async def query(tenants, request):
-        return {"result": [{"stream": {"app": "a"}, "values": [[str(request.end - 5), "hello"]]}]}
+    class Replay:
+        async def query(self, tenants, request, actor_path=()):
+            return {"result": [{"stream": {"app": "a"}, "values": [[str(request.end - 5), "hello"]]}]}
 
-    app = add_tail_routes(FastAPI(), lambda: pool, query, lambda: False, lambda: cfg)
+    app = app_with(Services(backend=Replay(), ingesters=pool), auth_enabled=False)
     client = TestClient(app)
     with client.websocket_connect("/api/prom/tail?query=" + Q) as socket:
         message = socket.receive_json()
