@@ -76,3 +76,63 @@ def test_actor_calls_live_in_the_actors_package():
     assert stray == []
     lookups = [rel for path, rel in _python_files_outside("svclog/actors/") if "get_actor(" in path.read_text()]
     assert lookups == []
+
+
+# ---------------------------------------------------------------- the gateway's wiring (svclog/serve/)
+
+SERVE = SVCLOG / "serve"
+INJECTED = (
+    "The route table, its handlers and the composition root get their services injected: no actors, no Serve shell"
+)
+
+
+def test_route_and_handler_modules_are_under_the_injection_contract():
+    """Every serve/*_routes.py module, the table, the handlers and the composition root import no
+    actor client and no Serve shell: their services come through constructors."""
+    contract = _contracts()[INJECTED]
+    modules = {f"svclog.serve.{p.stem}" for p in SERVE.glob("*_routes.py")}
+    modules |= {"svclog.serve.routes", "svclog.serve.handlers", "svclog.serve.app", "svclog.serve.tenants"}
+    assert modules <= set(contract["source_modules"]), sorted(modules - set(contract["source_modules"]))
+    assert {"svclog.actors", "svclog.serve.deployments", "svclog.serve.runtime"} <= set(contract["forbidden_modules"])
+
+
+def _serve_sources() -> list[tuple[str, str]]:
+    return [(p.relative_to(ROOT).as_posix(), p.read_text()) for p in sorted(SERVE.rglob("*.py"))]
+
+
+def test_routes_are_registered_only_by_the_route_table():
+    """One route table (svclog/serve/routes.py): no other module of serve/ adds a route."""
+    adds = re.compile(
+        r"\.(add_api_route|add_api_websocket_route|add_route|add_websocket_route)\(|^\s*@\w+\.(get|post|api_route|websocket)\(",
+        re.M,
+    )
+    stray = [rel for rel, text in _serve_sources() if adds.search(text) and rel != "svclog/serve/routes.py"]
+    assert stray == []
+
+
+def test_the_tenant_is_read_in_one_place():
+    """X-Scope-OrgID is parsed only by svclog/serve/tenants.py (tenant_header.py only counts the headers)."""
+    reads = re.compile(r"\b(single_tenant|parse_tenants)\(|[\"']x-scope-orgid[\"']", re.IGNORECASE)
+    allowed = {"svclog/serve/tenants.py", "svclog/serve/tenant_header.py"}
+    stray = [rel for rel, text in _serve_sources() if reads.search(text) and rel not in allowed]
+    assert stray == []
+
+
+def test_serve_keeps_no_module_global_mutable_state():
+    """What a gateway replica builds is held by its deployment (svclog/serve/deployments.py Gateway),
+    not by module globals: no `global` statement and no module-level empty container to fill."""
+    import ast
+
+    found = []
+    for rel, text in _serve_sources():
+        tree = ast.parse(text)
+        found += [f"{rel}:{node.lineno} global" for node in ast.walk(tree) if isinstance(node, ast.Global)]
+        for node in tree.body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            empty = isinstance(value, (ast.Dict, ast.List, ast.Set)) and not getattr(
+                value, "keys" if isinstance(value, ast.Dict) else "elts"
+            )
+            empty |= isinstance(value, ast.Call) and getattr(value.func, "id", "") in ("dict", "list", "set")
+            if empty:
+                found.append(f"{rel}:{node.lineno} module-level container")
+    assert found == []
