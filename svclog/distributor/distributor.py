@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -16,6 +16,7 @@ from svclog.distributor.validate_columns import validate_columns
 from svclog.model import (
     NS,
     Labels,
+    PushStream,
     RateLimitError,
     StreamColumns,
     SvcError,
@@ -128,7 +129,7 @@ class Distributor:
         self.tee = tee  # best-effort copy of accepted streams (the pattern ingester)
         self._fingerprints: dict[Labels, int] = {}
 
-    def push(self, tenant: str, streams: list) -> PushOutcome:
+    def push(self, tenant: str, streams: Sequence[StreamColumns | PushStream]) -> PushOutcome:
         """Validate decoded streams (StreamColumns or PushStreams) and replicate the accepted part.
 
         Partial acceptance (as the reference does): valid streams/entries are written,
@@ -138,7 +139,7 @@ class Distributor:
         errors = self.pusher.push_many(tenant, prepared.assignments) if prepared.assignments else {}
         return self.complete(prepared, errors)
 
-    def prepare(self, tenant: str, streams: list) -> PreparedPush:
+    def prepare(self, tenant: str, streams: Sequence[StreamColumns | PushStream]) -> PreparedPush:
         """Everything before the ingesters are called: validation, the tenant's rate limit (raises
         RateLimitError) and each accepted stream's replicas. A host with its own way of calling
         the ingesters (an event loop awaiting them) sends `assignments` and calls `complete`."""
@@ -185,7 +186,7 @@ class Distributor:
         """This distributor's share of the tenant's rate (bytes/s): the whole limit with the `local`
         strategy, the limit over the distributor count with `global` (the reference's default);
         the burst is not divided, as in the reference."""
-        rate = limits.ingestion_rate_mb * MB
+        rate: float = limits.ingestion_rate_mb * MB
         if getattr(limits, "ingestion_rate_strategy", "global") == "global":
             rate /= max(1, self.distributors())
         return rate

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,6 +38,8 @@ from svclog.logql.stages import json_scan
 from svclog.model import StreamColumns
 
 LEVEL_LABEL = "detected_level"
+# An entry's decision before its line is read: ("keep", its metadata), a level, or None (read the line)
+_Decision = str | tuple[str, list[tuple[str, str]]] | None
 UNKNOWN = "unknown"
 SEVERITY_NUMBER = "severity_number"  # OTLP log records carry it as structured metadata
 
@@ -105,9 +108,9 @@ def detect_levels(columns: list[StreamColumns], settings: LevelSettings | None) 
         return columns
     # First the rules that need no line (labels, metadata); the rest are read in one pass.
     pending: list[str] = []
-    plans = []
+    plans: list[tuple[str | None, list[_Decision] | None]] = []
     for stream in columns:
-        label_level = next((normalize(stream.labels.get(f)) for f in settings.fields if stream.labels.get(f)), None)
+        label_level = next((normalize(v) for f in settings.fields if (v := stream.labels.get(f))), None)
         per_entry = (
             None
             if stream.metadata is None
@@ -125,7 +128,7 @@ def detect_levels(columns: list[StreamColumns], settings: LevelSettings | None) 
     ]
 
 
-def _metadata_level(md: list[tuple[str, str]] | None, label_level: str | None, fields: tuple[str, ...]):
+def _metadata_level(md: list[tuple[str, str]] | None, label_level: str | None, fields: tuple[str, ...]) -> _Decision:
     """An entry's decision before its line is read: ("keep", normalised md) when it has its own
     detected_level, the level from a label or its metadata, or None (read the line)."""
     if not md:
@@ -151,14 +154,16 @@ def _pair(level: str) -> tuple[str, str]:
     return (LEVEL_LABEL, level)
 
 
-def _with_levels(stream: StreamColumns, label_level, per_entry, found) -> StreamColumns:
+def _with_levels(
+    stream: StreamColumns, label_level: str | None, per_entry: list[_Decision] | None, found: Iterator[str]
+) -> StreamColumns:
     if per_entry is None:
         if label_level is not None:
             pair = [_pair(label_level)]
             return replace(stream, metadata=[list(pair) for _ in stream.lines])
         return replace(stream, metadata=[[_pair(next(found))] for _ in stream.lines])
-    metadata = []
-    for md, decided in zip(stream.metadata, per_entry):
+    metadata: list[list[tuple[str, str]] | None] = []
+    for md, decided in zip(stream.metadata or (), per_entry):
         if isinstance(decided, tuple):
             metadata.append(decided[1])
             continue
@@ -183,14 +188,17 @@ def line_levels(lines: list[str], settings: LevelSettings) -> list[str]:
     if len(logfmt_rows):
         values[logfmt_rows] = _logfmt_values(array.take(logfmt_rows), settings.fields)
     levels = _known_levels(pa.array(values, pa.string()))
-    scan = np.flatnonzero(np.equal(levels, None))  # elementwise
+    # elementwise on the object array; numpy's stubs do not list None as an operand
+    scan = np.flatnonzero(np.equal(levels, None))  # type: ignore[call-overload]
     if len(scan):
         levels[scan] = _keyword_levels(array.take(scan))
-    return levels.tolist()
+    out: list[str] = levels.tolist()
+    return out
 
 
 def _mask(result: pa.Array) -> np.ndarray:
-    return pc.fill_null(result, False).to_numpy(zero_copy_only=False)
+    mask: np.ndarray = pc.fill_null(result, False).to_numpy(zero_copy_only=False)
+    return mask
 
 
 def _known_levels(values: pa.Array) -> np.ndarray:
@@ -367,7 +375,9 @@ def _json_values(lines: pa.Array, fields: tuple[str, ...], max_depth: int) -> np
         for nesting in (0, _SKIP_NESTING):
             if not len(single):
                 break
-            reached = _mask(pc.match_substring_regex(lines.take(single), _json_walk(fields, max_depth, nesting).find))
+            walk = _json_walk(fields, max_depth, nesting)
+            assert walk is not None  # None depends on the fields alone, and `kernels` is not None
+            reached = _mask(pc.match_substring_regex(lines.take(single), walk.find))
             rows = single[reached]
             if len(rows):
                 value = pc.extract_regex(lines.take(rows), kernels.occurrence[:-1] + rf"(?P<v>{_JSTRING})")
@@ -379,7 +389,7 @@ def _json_values(lines: pa.Array, fields: tuple[str, ...], max_depth: int) -> np
             values = np.full(len(undecided), None, dtype=object)
             for d in range(kernels.depth):
                 raw = pc.struct_field(found, f"v{d}").to_numpy(zero_copy_only=False)
-                take = matched & np.equal(values, None) & (raw != "")
+                take = matched & np.equal(values, None) & (raw != "")  # type: ignore[call-overload]  # as above
                 values[take] = [v[1:-1] for v in raw[take]]
             out[undecided[matched]] = values[matched]
             undecided = undecided[~matched]

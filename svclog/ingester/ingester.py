@@ -12,17 +12,19 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from svclog.chunk.head import SealedChunk
 from svclog.ingester.instance import PackedStreams, TenantInstance, check_deadline
-from svclog.ingester.payload import BatchStream, decode_batch, encode_batch
+from svclog.ingester.payload import BatchStream, PushedStream, decode_batch, encode_batch
 from svclog.ingester.stream import MemoryStream
+from svclog.ingester.stream_rate import StreamRateLimitError
 from svclog.ingester.tail import TailRegistry
 from svclog.ingester.wal import WAL
+from svclog.logql import ast
 from svclog.model import Labels, Matcher, StreamColumns, SvcError
 from svclog.storage.index import MIN_CHUNK_RETAIN_S
 
@@ -52,7 +54,7 @@ class FlushError(SvcError):
 
 
 class ChunkWriter(Protocol):
-    def put_chunks(self, tenant: str, chunks: list[tuple[Labels, SealedChunk]], writer_id: str) -> list: ...
+    def put_chunks(self, tenant: str, chunks: list[tuple[Labels, SealedChunk]], writer_id: str) -> list[Any]: ...
 
 
 @dataclass
@@ -97,7 +99,7 @@ class Ingester:
         tenant, streams = decode_batch(payload)
         self.push(tenant, streams, encoded=payload)
 
-    def push(self, tenant: str, streams: list[StreamColumns | BatchStream], encoded: bytes | None = None) -> None:
+    def push(self, tenant: str, streams: list[PushedStream], encoded: bytes | None = None) -> None:
         """Log to the WAL, then apply; returns only when the entries are durable in the WAL."""
         if not streams:
             return
@@ -106,9 +108,10 @@ class Ingester:
             # Limits are applied before the WAL write, so refused entries leave nothing to replay.
             given = streams
             streams, refused = instance.admit(streams)
+            too_fast: StreamRateLimitError | None = None
             if self.stream_rate is not None and streams:
                 streams, too_fast = instance.limit_rate(streams, *self.stream_rate(tenant))
-                refused = refused or too_fast
+            error: SvcError | None = refused or too_fast
             if streams:
                 if self.wal is not None:
                     whole = len(streams) == len(given) and all(a is b for a, b in zip(streams, given))
@@ -123,13 +126,13 @@ class Ingester:
                 self.stats.pushed_bytes += size
         if streams and self.tails.active:  # outside the lock: tail pipelines must not hold up pushes and reads
             self.tails.offer(tenant, streams)
-        if refused is not None:
-            raise refused
+        if error is not None:
+            raise error
 
     def _instance(self, tenant: str) -> TenantInstance:
         instance = self.tenants.get(tenant)
         if instance is None:
-            limit = self.settings.max_streams_per_tenant
+            limit: int | Callable[[], int] = self.settings.max_streams_per_tenant
             if self.stream_limit is not None:
                 limit = functools.partial(self.stream_limit, tenant)
             instance = self.tenants[tenant] = TenantInstance(tenant, limit, self.settings.chunk_target_size)
@@ -144,7 +147,7 @@ class Ingester:
         start: int,
         end: int,
         shard: tuple[int, int] | None = None,
-        line_filters: tuple = (),
+        line_filters: tuple[ast.LineFilter, ...] = (),
         deadline: float | None = None,
     ) -> list[tuple[Labels, pa.Table]]:
         with self._lock:
@@ -158,10 +161,10 @@ class Ingester:
         start: int,
         end: int,
         shard: tuple[int, int] | None = None,
-        line_filters: tuple = (),
+        line_filters: tuple[ast.LineFilter, ...] = (),
         deadline: float | None = None,
         cancelled: Callable[[], bool] | None = None,
-    ):
+    ) -> PackedStreams:
         """`select` for another process; `deadline` (the query's, wall-clock seconds) and `cancelled`
         (true once the caller cancelled the query) stop it early."""
         with self._lock:
@@ -177,7 +180,9 @@ class Ingester:
             instance = self.tenants.get(tenant)
             return instance.series(matchers, start, end) if instance else []
 
-    def stream_stats(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list:
+    def stream_stats(
+        self, tenant: str, matchers: Iterable[Matcher], start: int, end: int
+    ) -> list[tuple[Labels, int, int, int]]:
         with self._lock:
             instance = self.tenants.get(tenant)
             return instance.stream_stats(matchers, start, end) if instance else []
@@ -222,16 +227,16 @@ class Ingester:
             )
         return flushed
 
-    def _flush(self, force: bool) -> tuple[int, tuple]:
+    def _flush(self, force: bool) -> tuple[int, tuple[int, str] | tuple[()]]:
         """(chunks flushed, () or (streams that failed, the first store error))."""
         failed, first_error = 0, None
         with self._flush_lock:
             now = time.time_ns()
             with self._lock:
-                streams = [stream for inst in self.tenants.values() for stream in inst.streams.values()]
+                every = [stream for inst in self.tenants.values() for stream in inst.streams.values()]
             # one stream at a time under the lock: cutting or compacting every head in one hold
             # (~1 s for 120 MB of heads) stalled every push for that long
-            for stream in streams:
+            for stream in every:
                 with self._lock:
                     if force or stream.cut_reason(
                         now,
@@ -307,6 +312,7 @@ class Ingester:
         self._last_checkpoint = time.monotonic()
 
     def _replay(self) -> None:
+        assert self.wal is not None  # called only with the WAL enabled
         snapshot, records = self.wal.replay()
         now = time.time_ns()
         count = 0
@@ -348,7 +354,7 @@ def _own_table(parts: list[pa.RecordBatch]) -> pa.Table:
     return table
 
 
-def _metadata_pairs(values: list) -> list | None:
+def _metadata_pairs(values: list[Any]) -> list[list[tuple[str, str]] | None] | None:
     if not any(values):
         return None
     return [list(v) if v else None for v in values]

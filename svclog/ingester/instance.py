@@ -10,11 +10,12 @@ import pyarrow.compute as pc
 
 from svclog.chunk.head import entries_batch
 from svclog.chunk.pushdown import apply_line_filters
-from svclog.ingester.payload import BatchStream
+from svclog.ingester.payload import BatchStream, PushedStream
 from svclog.ingester.stream import MemoryStream, line_bytes
 from svclog.ingester.stream_rate import StreamRateLimitError, StreamRateLimits
+from svclog.logql import ast
 from svclog.logql.source import IngesterScan
-from svclog.model import Labels, LimitError, Matcher, StreamColumns, SvcError, labels_match
+from svclog.model import Labels, LimitError, Matcher, SvcError, labels_match
 
 
 class StreamLimitError(LimitError):
@@ -65,8 +66,8 @@ class TenantInstance:
         self.rates = StreamRateLimits()
 
     def limit_rate(
-        self, streams: list[StreamColumns], rate: float, burst: float
-    ) -> tuple[list[StreamColumns], StreamRateLimitError | None]:
+        self, streams: list[PushedStream], rate: float, burst: float
+    ) -> tuple[list[PushedStream], StreamRateLimitError | None]:
         """The per-stream rate limit: the entries within it, and the error for the rest."""
         return self.rates.admit(streams, rate, burst)
 
@@ -75,7 +76,7 @@ class TenantInstance:
         limit = self._max_streams
         return int(limit() if callable(limit) else limit)
 
-    def admit(self, streams: list[StreamColumns]) -> tuple[list[StreamColumns], StreamLimitError | None]:
+    def admit(self, streams: list[PushedStream]) -> tuple[list[PushedStream], StreamLimitError | None]:
         """Split a push into the streams that fit the active stream limit and the error for the rest.
 
         As the reference does, known streams always pass and new ones are taken in order until
@@ -86,8 +87,8 @@ class TenantInstance:
         limit = self.max_streams
         if not limit:
             return streams, None
-        accepted: list[StreamColumns] = []
-        refused: list[StreamColumns] = []
+        accepted: list[PushedStream] = []
+        refused: list[PushedStream] = []
         created: set[Labels] = set()
         for data in streams:
             if data.labels in self.streams or data.labels in created:
@@ -105,20 +106,20 @@ class TenantInstance:
             f"your Loki administrator to see if the limit can be increased, user: '{self.tenant}'"
         )
 
-    def push(self, streams: Iterable[StreamColumns | BatchStream], now_ns: int) -> tuple[int, int]:
+    def push(self, streams: Iterable[PushedStream], now_ns: int) -> tuple[int, int]:
         """Append entries; returns (lines, bytes). Limits are the caller's (`admit`): WAL replay skips them."""
-        streams = [s for s in streams if len(s)]
-        if not streams:
+        given = [s for s in streams if len(s)]
+        if not given:
             return 0, 0
-        slices = _batch_slices(streams)
+        slices = _batch_slices(given)
         lines = size = 0
-        for data, part in zip(streams, slices):
+        for data, part in zip(given, slices):
             stream = self.streams.get(data.labels)
             if stream is None:
                 stream = self.streams[data.labels] = MemoryStream(data.labels, now_ns)
             raw = data.raw_bytes()
             low, high = data.ts_bounds() if isinstance(data, BatchStream) else (min(data.ts), max(data.ts))
-            stream.append(part, low, high, raw, now_ns, shared=len(streams) > 1 or isinstance(data, BatchStream))
+            stream.append(part, low, high, raw, now_ns, shared=len(given) > 1 or isinstance(data, BatchStream))
             if self.chunk_target_size and stream.head.raw_bytes >= self.chunk_target_size:
                 stream.cut()  # as the reference: a full chunk is cut on append, not at the next flush tick
             lines += len(data)
@@ -139,7 +140,7 @@ class TenantInstance:
         start: int,
         end: int,
         shard: tuple[int, int] | None = None,
-        line_filters: tuple = (),
+        line_filters: tuple[ast.LineFilter, ...] = (),
         deadline: float | None = None,
     ) -> list[tuple[Labels, pa.Table]]:
         return self.select_scanned(matchers, start, end, shard, line_filters, deadline)[0]
@@ -150,7 +151,7 @@ class TenantInstance:
         start: int,
         end: int,
         shard: tuple[int, int] | None = None,
-        line_filters: tuple = (),
+        line_filters: tuple[ast.LineFilter, ...] = (),
         deadline: float | None = None,
         cancelled: Callable[[], bool] | None = None,
     ) -> tuple[list[tuple[Labels, pa.Table]], IngesterScan]:
@@ -186,7 +187,7 @@ class TenantInstance:
         start: int,
         end: int,
         shard: tuple[int, int] | None = None,
-        line_filters: tuple = (),
+        line_filters: tuple[ast.LineFilter, ...] = (),
         deadline: float | None = None,
         cancelled: Callable[[], bool] | None = None,
     ) -> PackedStreams:
@@ -196,7 +197,7 @@ class TenantInstance:
     def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:
         """(labels, entries, bytes, chunks) of matching streams with unflushed entries in [start, end):
         as the reference, flushed chunks still retained in memory are left to the index's count."""
-        out = []
+        out: list[tuple[Labels, int, int, int]] = []
         for stream in self.matching(matchers):
             tables = stream.tables(start, end, retained=False)
             if tables:
@@ -225,7 +226,7 @@ class TenantInstance:
         return sum(len(s.sealed) for s in self.streams.values())
 
 
-def _batch_slices(streams: list) -> list[pa.RecordBatch]:
+def _batch_slices(streams: list[PushedStream]) -> list[pa.RecordBatch]:
     """Each stream's entries as a CHUNK_SCHEMA batch: a decoded push's streams already are slices
     of one; list-based ones get one Arrow batch for all of them, sliced per stream (zero-copy),
     since building a batch per stream cost more than the data in it."""
@@ -236,11 +237,13 @@ def _batch_slices(streams: list) -> list[pa.RecordBatch]:
         if any(s.metadata is not None for s in listed):
             metadata = [md for s in listed for md in (s.metadata or [None] * len(s))]
         shared = entries_batch([t for s in listed for t in s.ts], [x for s in listed for x in s.lines], metadata)
-    out, offset = [], 0
+    out: list[pa.RecordBatch] = []
+    offset = 0
     for data in streams:
         if isinstance(data, BatchStream):
             out.append(data.batch)
         else:
+            assert shared is not None  # built above from the list-based streams
             out.append(shared.slice(offset, len(data)))
             offset += len(data)
     return out
@@ -274,7 +277,10 @@ class PackedStreams:
         return cls([lb for lb, _ in streams], [t.num_rows for _, t in streams], table, scan)
 
     def unpack(self) -> list[tuple[Labels, pa.Table]]:
-        out, offset = [], 0
+        out: list[tuple[Labels, pa.Table]] = []
+        if self.table is None:  # no streams
+            return out
+        offset = 0
         for labels, length in zip(self.labels, self.lengths):
             out.append((labels, self.table.slice(offset, length)))
             offset += length

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pickle
 import struct
+from collections.abc import Sequence
 from itertools import chain
 
 import numpy as np
@@ -61,7 +62,8 @@ class BatchStream:
         return self.bounds
 
     def __len__(self) -> int:
-        return self.batch.num_rows
+        rows: int = self.batch.num_rows
+        return rows
 
     def raw_bytes(self) -> int:
         """UTF-8 bytes of the lines, from the string offsets (O(1))."""
@@ -71,7 +73,8 @@ class BatchStream:
 
     def line_sizes(self) -> list[int]:
         """Bytes of each line (the per-stream rate limit's partial acceptance)."""
-        return pc.binary_length(self.batch.column(1)).to_pylist()
+        sizes: list[int] = pc.binary_length(self.batch.column(1)).to_pylist()
+        return sizes
 
     def columns(self) -> StreamColumns:
         if self._lists is None:
@@ -93,11 +96,15 @@ class BatchStream:
         return self.columns().lines
 
     @property
-    def metadata(self):
+    def metadata(self) -> list[list[tuple[str, str]] | None] | None:
         return self.columns().metadata
 
     def slice(self, length: int) -> BatchStream:
         return BatchStream(self.labels, self.batch.slice(0, length))
+
+
+# One stream of a push as the ingester takes it: decoded lists, or a slice of the wire batch.
+PushedStream = StreamColumns | BatchStream
 
 
 def utf8_bytes(lines: pa.Array) -> int:
@@ -118,10 +125,11 @@ def entries_of(streams: list[StreamColumns]) -> pa.RecordBatch:
     return pa.record_batch([ts, lines, metadata], schema=CHUNK_SCHEMA)
 
 
-def encode_batch(tenant: str, streams: list) -> bytes:
+def encode_batch(tenant: str, streams: Sequence[PushedStream]) -> bytes:
     """StreamColumns (or BatchStreams) of one tenant -> wire bytes."""
-    if streams and all(isinstance(s, BatchStream) for s in streams):
-        batch = pa.Table.from_batches([s.batch for s in streams], schema=CHUNK_SCHEMA).combine_chunks()
+    batches = [s.batch for s in streams if isinstance(s, BatchStream)]
+    if streams and len(batches) == len(streams):
+        batch = pa.Table.from_batches(batches, schema=CHUNK_SCHEMA).combine_chunks()
         batch = batch.to_batches()[0] if batch.num_rows else entries_of([])
     else:
         batch = entries_of([s.columns() if isinstance(s, BatchStream) else s for s in streams])
@@ -132,7 +140,7 @@ def encode_batch(tenant: str, streams: list) -> bytes:
     return b"".join((_MAGIC, _HEADER.pack(len(header)), header, sink.getvalue().to_pybytes()))
 
 
-def decode_batch(payload: bytes) -> tuple[str, list]:
+def decode_batch(payload: bytes) -> tuple[str, list[PushedStream]]:
     """Wire bytes -> (tenant, BatchStreams); the previous form gives StreamColumns."""
     if not payload.startswith(_MAGIC):
         return _decode_legacy(payload)
@@ -149,8 +157,8 @@ def decode_batch(payload: bytes) -> tuple[str, list]:
     # every stream's min and max timestamp in two numpy calls for the whole push (a compute
     # call per stream cost ~30 us each)
     nonempty = np.flatnonzero(counts)
-    lows = np.minimum.reduceat(ts, starts[nonempty]) if len(nonempty) else []
-    highs = np.maximum.reduceat(ts, starts[nonempty]) if len(nonempty) else []
+    lows: np.ndarray | list[int] = np.minimum.reduceat(ts, starts[nonempty]) if len(nonempty) else []
+    highs: np.ndarray | list[int] = np.maximum.reduceat(ts, starts[nonempty]) if len(nonempty) else []
     bounds = dict(zip(nonempty.tolist(), zip(map(int, lows), map(int, highs))))
     lines = batch.column(1)
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset : lines.offset + len(lines) + 1]
@@ -161,7 +169,7 @@ def decode_batch(payload: bytes) -> tuple[str, list]:
     ]
 
 
-def _decode_legacy(payload: bytes) -> tuple[str, list[StreamColumns]]:
+def _decode_legacy(payload: bytes) -> tuple[str, list[PushedStream]]:
     (size,) = _LEGACY_SIZE.unpack_from(payload)
     raw = _LEGACY_CODEC.decompress(memoryview(payload)[_LEGACY_SIZE.size :], decompressed_size=size, asbytes=True)
     tenant, streams = pickle.loads(raw)

@@ -11,7 +11,7 @@ import time
 from bisect import bisect_right
 from itertools import accumulate
 
-from svclog.ingester.payload import BatchStream
+from svclog.ingester.payload import BatchStream, PushedStream
 from svclog.model import Labels, RateLimitError, StreamColumns
 
 
@@ -34,19 +34,18 @@ class StreamRate:
         self.updated = now
 
 
-def limit_stream(bucket: StreamRate, data: StreamColumns) -> tuple[StreamColumns | None, int]:
+def limit_stream(bucket: StreamRate, data: PushedStream) -> tuple[PushedStream | None, int]:
     """(the part of `data` the bucket allows, bytes refused)."""
     size = data.raw_bytes()
     if size <= bucket.tokens:
         bucket.tokens -= size
         return data, 0
-    columnar = isinstance(data, BatchStream)
-    sizes = list(accumulate(data.line_sizes() if columnar else map(len, data.lines)))
+    sizes = list(accumulate(data.line_sizes() if isinstance(data, BatchStream) else map(len, data.lines)))
     keep = bisect_right(sizes, bucket.tokens)
     if keep == 0:
         return None, size
     bucket.tokens -= sizes[keep - 1]
-    if columnar:
+    if isinstance(data, BatchStream):
         return data.slice(keep), size - sizes[keep - 1]
     md = data.metadata[:keep] if data.metadata is not None else None
     return StreamColumns(data.labels, data.ts[:keep], data.lines[:keep], md), size - sizes[keep - 1]
@@ -59,12 +58,12 @@ class StreamRateLimits:
         self._buckets: dict[Labels, StreamRate] = {}
 
     def admit(
-        self, streams: list[StreamColumns], rate: float, burst: float
-    ) -> tuple[list[StreamColumns], StreamRateLimitError | None]:
+        self, streams: list[PushedStream], rate: float, burst: float
+    ) -> tuple[list[PushedStream], StreamRateLimitError | None]:
         if rate <= 0:
             return streams, None
         now = time.monotonic()
-        kept: list[StreamColumns] = []
+        kept: list[PushedStream] = []
         refused: tuple[Labels, int] | None = None
         for data in streams:
             bucket = self._buckets.get(data.labels)

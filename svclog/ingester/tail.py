@@ -21,18 +21,18 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-from svclog.ingester.payload import BatchStream
+from svclog.ingester.payload import BatchStream, PushedStream
 from svclog.logql import ast
 from svclog.logql.engine.result import EntryLabels
 from svclog.logql.parser import parse_log_query
 from svclog.logql.source import METADATA_TYPE, StreamBlock
 from svclog.logql.stages import Pipeline, block_to_batch, build_pipeline, group_by_categories
-from svclog.model import Labels, LimitError, StreamColumns, labels_match
+from svclog.model import Labels, LimitError, labels_match
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class TailSubscription:
         self._cond = threading.Condition()
         self._process_lock = threading.Lock()  # pipeline stages are not assumed re-entrant
 
-    def offer(self, streams: Iterable[StreamColumns]) -> None:
+    def offer(self, streams: Iterable[PushedStream]) -> None:
         matching = [s for s in streams if len(s) and labels_match(s.labels, self.matchers)]
         if not matching:
             return
@@ -111,13 +111,13 @@ class TailSubscription:
             self.dropped_total += max(0, len(entries) - room)
             self._cond.notify_all()
 
-    def _process(self, stream: StreamColumns) -> list[TailEntry]:
+    def _process(self, stream: PushedStream) -> list[TailEntry]:
         batch = self.pipeline.process(block_to_batch(_to_block(stream)))
         if len(batch) == 0:
             return []
         ts = np.asarray(batch.ts.to_numpy(zero_copy_only=False), dtype=np.int64)
         lines = batch.line.to_pylist()
-        out = []
+        out: list[TailEntry] = []
         for (stream_labels, sm, parsed), indices in group_by_categories(batch):
             extra = EntryLabels(sm, parsed)
             labels = stream_labels if self.passthrough else Labels((*stream_labels.items, *sm.items, *parsed.items))
@@ -153,7 +153,7 @@ class TailSubscription:
         return 0.0 if self.polling else now - self.last_polled
 
 
-def _to_block(stream: StreamColumns | BatchStream) -> StreamBlock:
+def _to_block(stream: PushedStream) -> StreamBlock:
     if isinstance(stream, BatchStream):  # already Arrow: its columns as they are
         batch = stream.batch
         md = batch.column(2)
@@ -232,7 +232,7 @@ class TailRegistry:
             self._by_tenant.pop(sub.tenant, None)
         sub.close()
 
-    def offer(self, tenant: str, streams: list[StreamColumns]) -> None:
+    def offer(self, tenant: str, streams: list[PushedStream]) -> None:
         """Hand pushed (already applied) streams to the tenant's subscriptions; never raises."""
         subs = self._by_tenant.get(tenant)
         if not subs:
@@ -276,7 +276,7 @@ class TailMerger:
         self._seen: OrderedDict[int, int] = OrderedDict()  # entry key -> time first seen
         self._held: deque[tuple[int, list[TailEntry]]] = deque()  # (arrival, entries)
         self._held_count = 0
-        self._dropped: dict[tuple[tuple, int], DroppedEntry] = {}
+        self._dropped: dict[tuple[tuple[tuple[str, str], ...], int], DroppedEntry] = {}
         self.duplicates = 0
 
     def mark_seen(self, entries: Iterable[TailEntry]) -> None:
@@ -344,13 +344,13 @@ def _key(entry: TailEntry) -> int:
 
 def tail_message(
     entries: list[TailEntry], dropped: list[DroppedEntry], flags: tuple[str, ...] = (), categorize: bool = False
-) -> dict:
+) -> dict[str, Any]:
     """The websocket message, as the reference writes it: one stream object per entry, in order,
     `dropped_entries` only when any, then `encodingFlags` when the request named any flags.
 
     With `categorize` an entry is `[ts, line, {"structuredMetadata"?, "parsed"?}]` and its
     stream shows the labels that are neither (the reference deletes them by name)."""
-    message: dict = {"streams": [_tail_stream(e, categorize) for e in entries]}
+    message: dict[str, Any] = {"streams": [_tail_stream(e, categorize) for e in entries]}
     if dropped:
         message["dropped_entries"] = [{"labels": d.labels.to_dict(), "timestamp": str(d.ts)} for d in dropped]
     if flags:
@@ -358,11 +358,11 @@ def tail_message(
     return message
 
 
-def _tail_stream(entry: TailEntry, categorize: bool) -> dict:
+def _tail_stream(entry: TailEntry, categorize: bool) -> dict[str, Any]:
     if not categorize:
         return {"stream": entry.labels.to_dict(), "values": [[str(entry.ts), entry.line]]}
     sm, parsed = entry.entry_labels or (Labels(), Labels())
-    extra: dict = {}
+    extra: dict[str, Any] = {}
     if len(sm):
         extra["structuredMetadata"] = sm.to_dict()
     if len(parsed):

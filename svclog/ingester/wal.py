@@ -17,13 +17,15 @@ import time
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 _HEADER = struct.Struct("<II")
 
 
 class WAL:
-    def __init__(self, directory: str | os.PathLike, *, fsync_interval: float = 1.0, segment_bytes: int = 64 << 20):
+    def __init__(
+        self, directory: str | os.PathLike[str], *, fsync_interval: float = 1.0, segment_bytes: int = 64 << 20
+    ):
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.fsync_interval = fsync_interval
@@ -31,7 +33,7 @@ class WAL:
         segments = self._numbers("segment-")
         self.segment = (max(segments) + 1) if segments else 0
         self._file = open(self.dir / f"segment-{self.segment}", "ab")
-        self._rotated: list = []  # closed segments not fsynced yet (see rotate)
+        self._rotated: list[BinaryIO] = []  # closed segments not fsynced yet (see rotate)
         self._last_sync = time.monotonic()
 
     def _numbers(self, prefix: str) -> list[int]:
@@ -111,8 +113,8 @@ class WAL:
         snapshot, covered = None, -1
         if checkpoints:
             covered = checkpoints[-1]
-            records = list(_read_records(self.dir / f"checkpoint-{covered}"))
-            snapshot = records[0] if records else None
+            saved = list(_read_records(self.dir / f"checkpoint-{covered}"))
+            snapshot = saved[0] if saved else None
         segments = [n for n in self._numbers("segment-") if n > covered and n != self.segment]
         current = self.segment
 
