@@ -84,7 +84,7 @@ class Client:
     def query_range(
         self,
         q: str,
-        start: TimeLike,
+        start: TimeLike | None,  # None: the server's default (an hour before end)
         end: TimeLike,
         step: DurationLike | None = None,
         limit: int | None = None,
@@ -169,7 +169,7 @@ class Client:
             socket_ = connect(url, additional_headers=self._headers(), open_timeout=self.timeout, max_size=None)
         except InvalidStatus as err:
             body = err.response.body or b""
-            raise ClientError(err.response.status_code, _message(body) or "tail refused") from None
+            raise ClientError(err.response.status_code, _message(bytes(body)) or "tail refused") from None
         except (OSError, TimeoutError, InvalidHandshake) as err:
             raise ClientError(0, f"cannot open tail at {self.url}: {err}") from None
         with socket_:
@@ -308,5 +308,6 @@ def _entry(value: EntryLike) -> Entry:
         return value
     if len(value) not in (2, 3):
         raise ValueError(f"an entry is (ts, line) or (ts, line, metadata), got {value!r}")
-    metadata = tuple(sorted((str(k), str(v)) for k, v in (value[2] if len(value) == 3 else {}).items()))
+    given: Any = value[2] if len(value) == 3 else {}  # the caller's metadata mapping
+    metadata = tuple(sorted((str(k), str(v)) for k, v in given.items()))
     return Entry(to_ns(value[0]), str(value[1]), metadata)

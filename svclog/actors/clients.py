@@ -264,9 +264,10 @@ class ServeReplicaCount:
                 self._fetched = time.monotonic()
                 try:
                     from ray import serve
+                    from ray.serve.schema import ReplicaState
 
                     running = sum(
-                        overview.replica_states.get("RUNNING", 0)
+                        overview.replica_states.get(ReplicaState.RUNNING, 0)
                         for app in serve.status().applications.values()
                         for name, overview in app.deployments.items()
                         if name == self.deployment

@@ -249,4 +249,5 @@ def _install_signal_hook(actor: IngesterActor) -> None:
         signal.signal(signum, handler)
 
 
-RemoteIngester = ray.remote(concurrency_groups={TAIL_GROUP: TAIL_GROUP_THREADS})(IngesterActor)
+# ray.remote's typed overloads leave out its concurrency_groups option (a documented actor option)
+RemoteIngester = ray.remote(concurrency_groups={TAIL_GROUP: TAIL_GROUP_THREADS})(IngesterActor)  # type: ignore[call-overload]

@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pyarrow as pa
 import ray
@@ -52,6 +52,7 @@ class QuerierActor:
         # a bounded chunk cache per querier process (repeated dashboard queries hit it)
         # index lookups go to the tenant's index gateway while one runs (its ring has a healthy member)
         index = GatewayIndex(IndexReader(store), cfg.index_gateway.mode, cfg.index_gateway.ring.replication_factor)
+        self.index = index  # its lookup counts (index_lookups)
         self.querier = Querier(
             index,
             ChunkStore(store, cache_bytes=64 << 20),
@@ -161,7 +162,7 @@ class QuerierActor:
 
     def index_lookups(self) -> dict:
         """How many index lookups went to an index gateway and how many were read here."""
-        return self.querier.index.stats()
+        return self.index.stats()
 
     def query(self, tenants, request, queue_seconds: float = 0.0, limits: QueryLimits | None = None) -> dict:
         return self._guarded(limits, lambda g: self.querier.query(tenants, request, queue_seconds, guard=g))
@@ -172,8 +173,24 @@ class QuerierActor:
     def index_stats(self, tenants, query, start, end, limits: QueryLimits | None = None) -> dict:
         return self._guarded(limits, lambda g: self.querier.index_stats(tenants, query, start, end, guard=g))
 
-    def volume(self, tenants, *args: Any, limits: QueryLimits | None = None) -> dict:
-        return self._guarded(limits, lambda g: self.querier.volume(tenants, *args, guard=g))
+    def volume(
+        self,
+        tenants,
+        query: str,
+        start: int,
+        end: int,
+        limit: int,
+        target_labels: tuple[str, ...],
+        aggregate_by: str,
+        step: int | None,
+        limits: QueryLimits | None = None,
+    ) -> dict:
+        return self._guarded(
+            limits,
+            lambda g: self.querier.volume(
+                tenants, query, start, end, limit, target_labels, aggregate_by, step, guard=g
+            ),
+        )
 
     def label_names(self, tenants, start, end, query, limits: QueryLimits | None = None) -> list[str]:
         return self._guarded(limits, lambda g: self.querier.label_names(tenants, start, end, query, guard=g))

@@ -90,12 +90,13 @@ def _remote_writer(cfg: Config) -> FanoutWriter | None:
     writers = []
     for client in clients:
         get = client.get if isinstance(client, dict) else lambda k, c=client: getattr(c, k, None)
-        if get("url"):
+        url = get("url")
+        if url:
             timeout = get("remote_timeout") or 30_000_000_000
             timeout_s = timeout / 1e9 if isinstance(timeout, int) else 30.0
             writers.append(
                 RemoteWriter(
-                    get("url"),
+                    str(url),
                     RetryPolicy(timeout_s=timeout_s),
                     dict(get("headers") or {}),
                     rw.add_org_id_header,

@@ -64,7 +64,7 @@ class RulerClient:
 
     def __init__(self, rulers: Any | Sequence[Any]):
         self._given = list(rulers) if isinstance(rulers, (list, tuple)) else None
-        self.first = self._given[0] if self._given else rulers
+        self.first: Any = self._given[0] if self._given else rulers  # a ruler's actor handle
 
     async def call(self, method: str, *args: Any) -> Any:
         return await acall(getattr(self.first, method), *args)

@@ -173,7 +173,7 @@ def split_shards(start_ms: int, end_ms: int, interval_ms: int) -> list[DeleteSha
     """Shards on interval-aligned boundaries; neighbours share their boundary millisecond."""
     if interval_ms <= 0:
         return [DeleteShard(0, start_ms, end_ms)]
-    shards = []
+    shards: list[DeleteShard] = []
     boundary = start_ms - start_ms % interval_ms
     while boundary < end_ms:
         shards.append(DeleteShard(len(shards), max(start_ms, boundary), min(end_ms, boundary + interval_ms)))

@@ -60,7 +60,8 @@ class DayIndex:
 
     @classmethod
     def load(cls, store: ObjectStore, tenant: str, day: int) -> DayIndex:
-        keys, refs = [], {}
+        keys: list[str] = []
+        refs: dict[str, ChunkRef] = {}
         for key in store.list(schema.index_dir(tenant, day)):
             if not key.endswith(".arrow"):
                 continue

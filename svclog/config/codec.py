@@ -91,13 +91,13 @@ def coerce(tp: Any, meta: Any, raw: Any, path: str, current: Any = None) -> Any:
     if raw is None:
         if optional:
             return None
-        if dataclasses.is_dataclass(tp):
+        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
             return current if current is not None else tp()
         raise bad_value(path, _describe(tp, meta), raw)
     kind = meta.get("kind")
     if kind is not None:
         value = _scalar_kind(kind, raw, path)
-    elif dataclasses.is_dataclass(tp):
+    elif isinstance(tp, type) and dataclasses.is_dataclass(tp):
         value = decode(tp, raw, path, current if dataclasses.is_dataclass(current) else None)
     elif typing.get_origin(tp) is tuple:
         value = _tuple(typing.get_args(tp)[0], raw, path)
@@ -172,7 +172,7 @@ def _mapping(tp: Any, raw: Any, path: str) -> dict:
     if not isinstance(raw, dict):
         raise bad_value(path, "a mapping", raw)
     args = typing.get_args(tp)
-    if args and dataclasses.is_dataclass(args[1]):
+    if args and isinstance(args[1], type) and dataclasses.is_dataclass(args[1]):
         return {str(k): decode(args[1], v, join(path, str(k))) for k, v in raw.items()}
     return copy.deepcopy(raw)
 

@@ -198,7 +198,7 @@ def resolve_flag(name: str, root: type) -> tuple[list[str], Any]:
     keys = target.split(".")
     cls: Any = root
     for depth, key in enumerate(keys):
-        if not dataclasses.is_dataclass(cls) or key not in fields_by_key(cls):
+        if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)) or key not in fields_by_key(cls):
             raise ConfigError(f"unknown flag '-{name}'")
         f = fields_by_key(cls)[key]
         cls, _ = unwrap_optional(hints(cls)[f.name])

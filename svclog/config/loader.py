@@ -152,19 +152,21 @@ def _overrides(cfg: Config) -> dict[str, LimitsConfig]:
     with _lock:
         current = _loaded
     fresh = (
-        current is not None
+        current
+        if current is not None
         and current.path == path
         and (current.base is cfg.limits_config or current.base == cfg.limits_config)
+        else None
     )
-    if fresh and now - current.checked_at < cfg.runtime_config.period / 1e9:
-        return current.tenants
+    if fresh is not None and now - fresh.checked_at < cfg.runtime_config.period / 1e9:
+        return fresh.tenants
     try:
         mtime = os.stat(path).st_mtime_ns
     except OSError as err:
         raise ConfigError(f"cannot read runtime config file {path!r}: {err.strerror or err}") from err
-    if fresh and current.mtime == mtime:
-        current.checked_at = now
-        return current.tenants
+    if fresh is not None and fresh.mtime == mtime:
+        fresh.checked_at = now
+        return fresh.tenants
     tenants = _parse_overrides(path, cfg.limits_config)
     with _lock:
         _loaded = _Loaded(path, mtime, cfg.limits_config, now, tenants)

@@ -11,10 +11,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from svclog.frontend.results_cache import CacheCounters, ResultsCache
+from svclog.gocompat.durations import format_go_duration
 from svclog.logql.engine.json_codec import result_to_json
 from svclog.logql.rewrite.plan import Plan, plan_query
 from svclog.logql.source import SourceStats
-from svclog.model import ValidationError, format_go_duration, now_ns
+from svclog.model import ValidationError, now_ns
 from svclog.querier.querier import PartialResult, prepare_query
 from svclog.querier.request import RangeRequest
 from svclog.querier.stats import build_stats, merge_source_stats

@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from svclog.model import NS, ValidationError, go_quote, now_ns, parse_prom_duration, parse_step, parse_timestamp
+from svclog.gocompat.strconv import quote as go_quote
+from svclog.model import NS, ValidationError, now_ns, parse_prom_duration, parse_step, parse_timestamp
 from svclog.querier.request import RangeRequest
 
 HOUR = 3600 * NS

@@ -125,7 +125,7 @@ class Drain:
                 node = node.setdefault(_ANY, {})
             else:
                 node = node.setdefault(word, {})
-        return node.setdefault(None, [])  # type: ignore[return-value]
+        return node.setdefault(None, [])
 
     def _evict(self) -> None:
         while len(self._clusters) > self.settings.max_clusters:

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from svclog.gocompat.durations import parse_go_duration
 from svclog.logql import ast
 from svclog.logql.parser import parse
 from svclog.logql.printer import humanize_bytes
@@ -30,7 +31,7 @@ from svclog.logql.stages.batch import ERROR_DETAILS_LABEL, ERROR_LABEL, EXTRACTE
 from svclog.logql.stages.convert import go_parse_float, humanize_parse_bytes
 from svclog.logql.stages.json_parser import sanitize_key
 from svclog.logql.stages.logfmt_parser import scan_pairs
-from svclog.model import ValidationError, parse_go_duration
+from svclog.model import ValidationError
 
 INT, FLOAT, BOOLEAN, DURATION, BYTES, STRING = "int", "float", "boolean", "duration", "bytes", "string"
 JSON, LOGFMT = "json", "logfmt"

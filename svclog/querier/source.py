@@ -69,7 +69,8 @@ class DeleteFilters(Protocol):
 
 
 def split_tenant_matchers(matchers: Iterable[Matcher]) -> tuple[list[Matcher], list[Matcher]]:
-    tenant, rest = [], []
+    tenant: list[Matcher] = []
+    rest: list[Matcher] = []
     for m in matchers:
         (tenant if m.name == TENANT_LABEL else rest).append(m)
     return tenant, rest
@@ -153,7 +154,7 @@ class StoreSource:
         parts: dict[Labels, list[pa.Table]] = {}  # the ingesters' entries
         flushed: dict[Labels, list[pa.Table]] = {}  # the store's, in seal order
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
-        if self._ingesters_wanted(request.end):
+        if self.ingesters is not None and self._ingesters_wanted(request.end):
             try:
                 answer = self.ingesters.select(
                     tenant,
@@ -169,7 +170,7 @@ class StoreSource:
                 guard.check()  # a select cut short by the deadline: the query's own timeout error
                 raise
             found, reached = answer[0], answer[1]
-            scan = answer[2] if len(answer) > 2 else None
+            scan = answer[2] if len(answer) == 3 else None
             self.stats.ingester_reached = max(self.stats.ingester_reached, reached)
             self.stats.ingester_batches += reached
             filtered = getattr(self.ingesters, "applies_line_filters", False)
@@ -233,7 +234,7 @@ class StoreSource:
             self.guard.check()
             found = set(self.index.series(tenant, rest, start, end))
             self.guard.check()
-            if self._ingesters_wanted(end):
+            if self.ingesters is not None and self._ingesters_wanted(end):
                 found.update(self.ingesters.series(tenant, rest, start, end))
             found = {labels for labels in found if labels_match(labels, rest)}
             out.update(with_tenant_label(labels, tenant) if self.multi else labels for labels in found)

@@ -6,7 +6,7 @@ The actor layer supplies Ray-backed implementations; tests supply plain objects.
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from typing import Any, Protocol
 
 from svclog.model import Labels
 
@@ -41,7 +41,7 @@ def _value(text: str | float) -> float:
 def vector_from_query_data(data: dict) -> list[Sample]:
     """Samples from a querier answer `{"resultType": "vector"|"scalar", "result": ...}`."""
     kind = data.get("resultType")
-    result = data.get("result")
+    result: Any = data.get("result")  # JSON: a [ts, value] pair or a list of samples
     if kind == "scalar":
         return [({}, _value(result[1]))]
     if kind == "vector":

@@ -33,8 +33,8 @@ def encode_write_request(samples: list[Sample]) -> bytes:
     request = pb.WriteRequest()
     for labels in sorted(series):
         ts = request.timeseries.add()
-        for name, value in labels.items:
-            ts.labels.add(name=name, value=value)
+        for name, text in labels.items:
+            ts.labels.add(name=name, value=text)
         for ms, value in sorted(series[labels]):
             ts.samples.add(value=value, timestamp=ms)
     return snappy.compress(request.SerializeToString())
@@ -44,7 +44,7 @@ def decode_write_request(body: bytes) -> list[Sample]:
     """The inverse of encode_write_request (used by tests and debugging receivers)."""
     request = pb.WriteRequest()
     request.ParseFromString(snappy.uncompress(body))
-    out = []
+    out: list[tuple[Labels, float, int]] = []
     for ts in request.timeseries:
         labels = Labels((label.name, label.value) for label in ts.labels)
         out.extend((labels, sample.value, sample.timestamp * 1_000_000) for sample in ts.samples)

@@ -56,7 +56,7 @@ class RuleGroup:
 class _StrictLoader(yaml.BaseLoader):
     """Every scalar stays a string (so `1.10` keeps its text); duplicate keys are refused."""
 
-    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict:
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
             seen: set[str] = set()
             for key_node, _ in node.value:
@@ -99,9 +99,8 @@ def _check_depth(text: str | bytes) -> None:
             if isinstance(event, yaml.CollectionStartEvent):
                 depth += 1
                 if depth > MAX_YAML_DEPTH:
-                    raise ValidationError(
-                        f"{BAD_GROUP}: yaml: line {event.start_mark.line + 1}: exceeded max depth of {MAX_YAML_DEPTH}"
-                    )
+                    line = event.start_mark.line + 1 if event.start_mark is not None else 0  # the parser sets it
+                    raise ValidationError(f"{BAD_GROUP}: yaml: line {line}: exceeded max depth of {MAX_YAML_DEPTH}")
             elif isinstance(event, yaml.CollectionEndEvent):
                 depth -= 1
     except yaml.YAMLError:

@@ -83,7 +83,9 @@ class FairQueue(Generic[T]):
         if not self._root.active:
             return None
         # how many of the served tenant's first-level queues compete for this turn (fairness metrics)
-        contenders = len(self._root.children[self._root.next_key(group)].active)
+        served = self._root.next_key(group)
+        assert served is not None  # items queue under a tenant (never empty), not at the root
+        contenders = len(self._root.children[served].active)
         taken = self._root.pop(group)
         if taken is None:
             return None

@@ -48,7 +48,7 @@ class PortHolder:
         self.host, self.port = host, port
         self.answer = response(message)
         self.sock: socket.socket | None = None
-        self._filter = None  # the filter's instructions stay alive while attached
+        self._filter: ctypes.Array[ctypes.c_char] | None = None  # the filter's instructions stay alive while attached
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -60,8 +60,8 @@ class PortHolder:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             sock.bind((self.host, self.port))
-            self._filter = ctypes.create_string_buffer(_RETURN_ZERO)
-            program = struct.pack("HL", len(_RETURN_ZERO) // 8, ctypes.addressof(self._filter))
+            self._filter = instructions = ctypes.create_string_buffer(_RETURN_ZERO)
+            program = struct.pack("HL", len(_RETURN_ZERO) // 8, ctypes.addressof(instructions))
             sock.setsockopt(socket.SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, program)
             sock.listen(1024)
         except (OSError, AttributeError) as err:

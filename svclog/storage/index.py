@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -353,7 +353,7 @@ class IndexReader:
         return [int(p) for p in listing.keys if p.lstrip("-").isdigit()]
 
     def segments(self, tenant: str, start: int, end: int) -> Iterable[_Segment]:
-        wanted = schema.periods_between(start, end)
+        wanted: Sequence[int] = schema.periods_between(start, end)
         if len(wanted) > 32:
             # A wide range (a query over years): list the periods that exist instead of every day in it.
             wanted = sorted(p for p in self._periods_present(tenant) if p in wanted)

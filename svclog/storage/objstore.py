@@ -10,6 +10,7 @@ of listings in this process sees its own process's writes at once (`generation`)
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 import uuid
@@ -131,7 +132,7 @@ class ObjectStore:
             raise StoreError(f"object store list {prefix!r} failed: {err}") from err
         return sorted(i.path for i in infos if i.type == pafs.FileType.File and ".tmp-" not in i.path)
 
-    def list_dirs(self, prefix: str) -> list[str]:
+    def list_dirs(self, prefix: str) -> builtins.list[str]:  # (`list` here is the method above)
         self._count("LIST")
         try:
             infos = self.fs.get_file_info(pafs.FileSelector(prefix, allow_not_found=True))

@@ -38,10 +38,11 @@ class _LabelSyntaxError(Exception):
 def parse_labels(text: str | bytes) -> Labels:
     """Parse a stream label string; raise ValidationError in the reference's wording."""
     if isinstance(text, bytes):
+        raw = text
         try:
-            text = text.decode("utf-8")
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
-            shown = text.decode("utf-8", "replace")
+            shown = raw.decode("utf-8", "replace")
             raise ValidationError(
                 f"Error parsing labels '{shown}' with error: invalid UTF-8 at byte {err.start}"
             ) from None

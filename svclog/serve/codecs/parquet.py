@@ -15,7 +15,7 @@ _TS = pa.timestamp("ns", tz="UTC")
 
 
 def wants_parquet(accept: str | None) -> bool:
-    return bool(accept) and any(t in accept.lower() for t in PARQUET_TYPES)
+    return accept is not None and any(t in accept.lower() for t in PARQUET_TYPES)
 
 
 def _value(text: str) -> float:
