@@ -6,6 +6,7 @@ import logging
 import os
 import socket
 import time
+from typing import Any
 
 import ray
 from ray import serve
@@ -79,7 +80,7 @@ def connect(cfg: Config) -> None:
         # balancers to deregister it (Serve's default 30 s made every Ctrl-C take 30 s); on one
         # node our own HAProxy is reconfigured at once. Pushes are durable on ack (WAL).
         os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "namespace": NAMESPACE,
         "include_dashboard": bool(cfg.ray.dashboard),
         "log_to_driver": False,
@@ -119,7 +120,8 @@ def start(cfg: Config) -> dict:
         # not waited on here: an ingester's first ring lookup waits for the host, so the rest
         # start side by side with it
         parts = backend_parts(cfg, wanted)
-        ring = RemoteBackendHost.options(**backend_host_options(sum(p.num_cpus for p in parts))).remote(parts)
+        # Ray types `.remote()` as `ActorHandle[T] | type[T]`, and the two actors differ: a handle
+        ring: Any = RemoteBackendHost.options(**backend_host_options(sum(p.num_cpus for p in parts))).remote(parts)
     else:
         ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
         ray.get(ring.snapshot.remote())
@@ -222,7 +224,7 @@ def backend_parts(cfg: Config, wanted: frozenset[str] | set[str]) -> list[Hosted
 
 def start_backends(cfg: Config, wanted: frozenset[str] | set[str]) -> list:
     """One actor per backend component (scalable targets)."""
-    backends = []
+    backends: list[Any] = []  # handles of different actor classes
     if "query-scheduler" in wanted:
         backends.append(RemoteScheduler.options(**scheduler_options(cfg)).remote(cfg))
     if "index-gateway" in wanted:
@@ -328,8 +330,8 @@ def needs_ruler_ring(cfg: Config) -> bool:
 def start_index_gateways(cfg: Config) -> list:
     """The index-gateway ring, then `ray.num_index_gateways` gateways that join it: [ring, *gateways].
     Queriers follow the ring and send each tenant's index lookups to the gateway owning it."""
-    ring = RemoteRing.options(**index_gateway_ring_options()).remote(cfg.index_gateway.ring.heartbeat_timeout)
-    ray.get(ring.ready.remote())
+    ring: Any = RemoteRing.options(**index_gateway_ring_options()).remote(cfg.index_gateway.ring.heartbeat_timeout)
+    ray.get(ring.ready.remote())  # (Any: Ray types an actor's methods without `.remote`)
     return [
         ring,
         *(
