@@ -10,7 +10,7 @@ import enum
 import hashlib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timezone
 from typing import NamedTuple
@@ -87,7 +87,7 @@ class Labels:
         self._hash = hash(self._items)
         self._str: str | None = None
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Labels], tuple[tuple[tuple[str, str], ...]]]:
         # str hashes differ between processes (hash randomisation): never ship `_hash`.
         return (Labels, (self._items,))
 
@@ -117,7 +117,7 @@ class Labels:
     def __len__(self) -> int:
         return len(self._items)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[str, str]]:
         return iter(self._items)
 
     def __eq__(self, other: object) -> bool:
@@ -184,7 +184,7 @@ _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
 
 
-def compile_go_regexp(pattern: str) -> re2._Regexp:
+def compile_go_regexp(pattern: str) -> re2._Regexp[str]:
     """Compile `pattern` with RE2, the dialect of Go's regexp that LogQL uses.
 
     Raises ParseError with Go's wording (`error parsing regexp: <code>: `<arg>``).
@@ -208,7 +208,7 @@ class Matcher:
     name: str
     type: MatchType
     value: str
-    _compiled: re2._Regexp | None = field(default=None, compare=False, repr=False, hash=False)
+    _compiled: re2._Regexp[str] | None = field(default=None, compare=False, repr=False, hash=False)
     # RE2's Python binding costs microseconds per call: remember answers per label value
     _seen: dict[str, bool] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
@@ -218,7 +218,7 @@ class Matcher:
         if self.type in (MatchType.RE, MatchType.NRE):
             object.__setattr__(self, "_compiled", compile_go_regexp(f"^(?s:{self.value})$"))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str, MatchType, str], Matcher], tuple[str, MatchType, str]]:
         return (Matcher, (self.name, self.type, self.value))
 
     def matches(self, value: str | None) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
+from typing import cast
 
 from lark.exceptions import UnexpectedInput
 
@@ -292,26 +293,26 @@ def make_vector_aggregation(
     return ast.VectorAggregation(op, inner, grouping, value)  # type: ignore[arg-type]
 
 
-def _check_sample(expr: object, op: str, side: str = "") -> None:
+def _check_sample(expr: object, op: str, side: str = "") -> ast.SampleExpr:
     if isinstance(expr, ast.LogQuery):
         where = f"{side} leg of binary operation ({op})" if side else f"argument of {op}"
         raise fail(f"unexpected type for {where}: log query")
+    return cast(ast.SampleExpr, expr)  # the grammar gives only expressions here
 
 
 def make_binop(
     op: str, lhs: object, rhs: object, return_bool: bool, matching: ast.VectorMatching | None
 ) -> ast.SampleExpr:
-    _check_sample(lhs, op, "left")
-    _check_sample(rhs, op, "right")
-    left_literal = isinstance(lhs, ast.Literal)
-    right_literal = isinstance(rhs, ast.Literal)
-    if op in LOGICAL_OPS and (left_literal or right_literal):
-        side, value = ("left", lhs) if left_literal else ("right", rhs)
-        raise fail(f"unexpected literal for {side} leg of logical/set binary operation ({op}): {value.value:f}")  # type: ignore[union-attr]
-    if left_literal and right_literal:
+    left = _check_sample(lhs, op, "left")
+    right = _check_sample(rhs, op, "right")
+    if op in LOGICAL_OPS:
+        for side, value in (("left", left), ("right", right)):
+            if isinstance(value, ast.Literal):
+                raise fail(f"unexpected literal for {side} leg of logical/set binary operation ({op}): {value.value:f}")
+    if isinstance(left, ast.Literal) and isinstance(right, ast.Literal):
         # the reference folds constant expressions while parsing: (1 + 1) is 2
-        return ast.Literal(fold_literals(op, lhs.value, rhs.value))  # type: ignore[union-attr]
-    return ast.BinaryOp(op, lhs, rhs, return_bool, matching)  # type: ignore[arg-type]
+        return ast.Literal(fold_literals(op, left.value, right.value))
+    return ast.BinaryOp(op, left, right, return_bool, matching)
 
 
 def fold_literals(op: str, left: float, right: float) -> float:

@@ -15,6 +15,7 @@ only (its `or` alternatives are dropped), and `| decolorize` is not indented.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from svclog.gocompat.durations import format_prom_duration
 from svclog.gocompat.fmt import format_float_v
@@ -154,7 +155,8 @@ def _label_replace(node: ast.LabelReplace, level: int) -> str:
     return _call(_indent(level) + "label_replace", args, level)
 
 
-_TABLE: dict[type, Callable[[object, int], str]] = {
+# keyed by node type: each function takes exactly the node type it is filed under
+_TABLE: dict[type, Callable[[Any, int], str]] = {
     ast.LogQuery: _log_query,
     ast.RangeAggregation: _range_aggregation,
     ast.VectorAggregation: _vector_aggregation,

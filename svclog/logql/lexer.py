@@ -10,7 +10,8 @@ follows, and keywords are case-insensitive.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from lark import Token
 from lark.lexer import Lexer
@@ -19,6 +20,8 @@ from svclog.gocompat.durations import parse_go_duration
 from svclog.gocompat.humanize import parse_bytes
 from svclog.gocompat.strconv import unquote_double
 from svclog.model import ParseError, SvcError, parse_prom_duration
+
+_T = TypeVar("_T")
 
 # Keywords recognised wherever they appear (case-insensitively).
 KEYWORDS = {
@@ -367,7 +370,7 @@ def _bad_octal_digit(number: str) -> str:
     return next(d for d in number if d in "89")
 
 
-def _try(func, text: str):
+def _try(func: Callable[[str], _T], text: str) -> _T | None:
     try:
         return func(text)
     except (ValueError, OverflowError, SvcError):

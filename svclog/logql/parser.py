@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedInput
@@ -26,7 +26,7 @@ MAX_QUERY_LENGTH = 5120  # the reference rejects longer query texts
 _CONVERSIONS = {"bytes", "duration", "duration_seconds"}
 
 
-class _Stages(tuple):
+class _Stages(tuple[Any, ...]):
     """Several pipeline stages produced by one grammar stage (a split `!= "a" or "b"`)."""
 
 
@@ -59,13 +59,13 @@ def _labels(items: list[Any]) -> tuple[str, ...]:
     return ()
 
 
-class _Builder(Transformer):
+class _Builder(Transformer[Token, Any]):
     """One method per grammar rule (or alias), each returning an AST node or a helper value."""
 
     # ---------------------------------------------------------------- log queries
 
     def start(self, items: list[Any]) -> ast.Expr:
-        return items[0]
+        return cast(ast.Expr, items[0])
 
     def log_query(self, items: list[Any]) -> ast.LogQuery:
         return ast.LogQuery(items[0], _flatten(items[1:]))
@@ -91,7 +91,8 @@ class _Builder(Transformer):
         ors = [item for item in items[1:] if isinstance(item, Token) and item.type == "OR"]
         ips = [i for i, value in enumerate(values) if value.ip]
         # value i is followed by ors[i]; an `or` after a segment-ending ip() is a syntax error
-        stages.stray_or = tuple(ors[ips[n]] if len(ips) > n and ips[n] < len(ors) else None for n in (1, 0))
+        first, later = (ors[ips[n]] if len(ips) > n and ips[n] < len(ors) else None for n in (1, 0))
+        stages.stray_or = (first, later)
         return stages
 
     def filter_op(self, items: list[Token]) -> str:
@@ -223,7 +224,7 @@ class _Builder(Transformer):
         return ast.LogRange(ast.LogQuery(selector, _flatten(stages)), range_ns, offset, unwrap)
 
     def paren_range(self, items: list[Any]) -> ast.LogRange:
-        return items[0]
+        return cast(ast.LogRange, items[0])
 
     def offset(self, items: list[Token]) -> _Offset:
         return _Offset(parse_logql_duration(str(items[1])))
@@ -306,11 +307,8 @@ def _flatten(stages: list[Any]) -> tuple[ast.Stage, ...]:
         if isinstance(stage, _LineFilter):
             stray = stage.stray_or[0 if first_of_run else 1]
             if stray is not None:
-                raise ParseError(
-                    f"parse error at line {stray.line}, col {stray.column}: syntax error: unexpected or",
-                    stray.line,
-                    stray.column,
-                )
+                line, col = stray.line or 0, stray.column or 0  # the lexer sets both on every token
+                raise ParseError(f"parse error at line {line}, col {col}: syntax error: unexpected or", line, col)
         first_of_run = not isinstance(stage, _LineFilter)
         if isinstance(stage, _Stages):
             out.extend(stage)
@@ -333,7 +331,8 @@ def _parse_tree(text: str) -> ast.Expr:
     if len(text) >= MAX_QUERY_LENGTH:
         raise checks.fail(f"input size too long ({len(text)} > {MAX_QUERY_LENGTH})")
     try:
-        return _parser().parse(text)
+        # the parser's inline transformer (_Builder) turns the tree into our AST as it parses
+        return cast(ast.Expr, _parser().parse(text))
     except ParseError:
         raise
     except UnexpectedInput as err:

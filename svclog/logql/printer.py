@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 from svclog.gocompat.durations import format_go_duration, format_prom_duration
 from svclog.gocompat.fmt import format_float_f, format_float_v
@@ -62,7 +63,8 @@ def _grouping(grouping: ast.Grouping) -> str:
 class _Printer:
     def __init__(self, reference: bool):
         self.reference = reference  # True: the reference's lossy spelling of filter values
-        self.table: dict[type, Callable[[object], str]] = {
+        # keyed by node type: each printer takes exactly the type it is filed under
+        self.table: dict[type, Callable[[Any], str]] = {
             ast.StreamSelector: self.selector,
             ast.LogQuery: self.log_query,
             ast.LineFilter: self.line_filter,

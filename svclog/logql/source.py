@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
 from svclog.model import Labels, Matcher
+
+if TYPE_CHECKING:
+    from svclog.logql import ast
 
 # Arrow type of per-entry structured metadata.
 METADATA_TYPE = pa.map_(pa.string(), pa.string())
@@ -36,7 +39,7 @@ class SelectRequest:
     start: int  # ns, inclusive
     end: int  # ns, exclusive
     # Hints a source may use to read less; the engine re-applies them, so ignoring them is correct.
-    line_filters: tuple = ()  # leading ast.LineFilter stages of the pipeline
+    line_filters: tuple[ast.LineFilter, ...] = ()  # leading ast.LineFilter stages of the pipeline
     shard: tuple[int, int] | None = None  # (index, count): only streams with fingerprint % count == index
 
 
@@ -82,7 +85,7 @@ class SourceStats:
     store_chunks_downloaded: int = 0
     store_download_seconds: float = 0.0
     duplicates: int = 0
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     MAX_MERGED = frozenset({"ingester_reached"})
 

@@ -14,7 +14,8 @@ Operand = SeriesSet | ScalarSteps
 
 
 def _go_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.fmod(a, b)
+    out: np.ndarray = np.fmod(a, b)
+    return out
 
 
 ARITHMETIC: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -41,13 +42,13 @@ def apply(node: ast.BinaryOp, lhs: Operand, rhs: Operand) -> Operand:
         if not (isinstance(lhs, SeriesSet) and isinstance(rhs, SeriesSet)):
             raise ValidationError(f"set operator {node.op!r} not allowed in binary scalar expression")
         return _set_op(node, lhs, rhs)
-    if isinstance(lhs, ScalarSteps) and isinstance(rhs, ScalarSteps):
-        values, _ = _elementwise(node, lhs.values, rhs.values)
-        return ScalarSteps(values)
+    if isinstance(lhs, ScalarSteps):
+        if isinstance(rhs, ScalarSteps):
+            values, _ = _elementwise(node, lhs.values, rhs.values)
+            return ScalarSteps(values)
+        return _vector_scalar(node, rhs, lhs.values[None, :], scalar_left=True)
     if isinstance(rhs, ScalarSteps):
         return _vector_scalar(node, lhs, rhs.values[None, :], scalar_left=False)
-    if isinstance(lhs, ScalarSteps):
-        return _vector_scalar(node, rhs, lhs.values[None, :], scalar_left=True)
     return _vector_vector(node, lhs, rhs)
 
 
@@ -87,7 +88,8 @@ def _rows_by_signature(series: SeriesSet, matching: ast.VectorMatching | None) -
 def _any_present(series: SeriesSet, rows: list[int] | None) -> np.ndarray:
     if not rows:
         return np.zeros(series.n_steps, dtype=bool)
-    return series.present[rows].any(axis=0)
+    out: np.ndarray = np.any(series.present[rows], axis=0)
+    return out
 
 
 def _set_op(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> SeriesSet:

@@ -165,7 +165,7 @@ def _sharded_avg(node: ast.RangeAggregation) -> ast.BinaryOp | None:
 
 
 @eval_sample.register
-def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSet:
+def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSet | ScalarSteps:
     rewritten = _sharded_avg(node)
     if rewritten is not None:
         return eval_sample(rewritten, ctx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import re2
 
 from svclog.logql import ast
 from svclog.logql.engine.series import SeriesSet, merge_same_labels
@@ -13,10 +14,10 @@ from svclog.model import Labels, ParseError, ValidationError, compile_go_regexp,
 _TEMPLATE_REF = re.compile(r"\$(?:\$|\{([A-Za-z0-9_]*)\}|([A-Za-z0-9_]+))")
 
 
-def expand_template(template: str, match) -> str:
+def expand_template(template: str, match: re2._Match[str]) -> str:
     """Go's regexp.Expand: `$1`, `${1}`, `$name`, `${name}`, `$$`; unknown groups expand to ''."""
 
-    def substitute(ref: re.Match) -> str:
+    def substitute(ref: re.Match[str]) -> str:
         if ref.group(0) == "$$":
             return "$"
         name = ref.group(1) if ref.group(1) is not None else ref.group(2)

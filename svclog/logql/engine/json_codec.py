@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from functools import singledispatch
+from typing import Any
 
 import numpy as np
 
@@ -36,24 +37,24 @@ def sample_time(ts_ns: int) -> int | float:
 
 
 @singledispatch
-def result_to_json(result: object) -> dict:
+def result_to_json(result: object) -> dict[str, Any]:
     """`{"resultType": ..., "result": [...]}` for a query result."""
     raise TypeError(f"not a query result: {type(result).__name__}")
 
 
 @result_to_json.register
-def _streams(result: StreamsResult) -> dict:
+def _streams(result: StreamsResult) -> dict[str, Any]:
     return {
         "resultType": "streams",
         "result": [{"stream": s.labels.to_dict(), "values": _values(s)} for s in result.streams],
     }
 
 
-def _values(stream: Stream) -> list[list]:
+def _values(stream: Stream) -> list[list[Any]]:
     if stream.entry_labels is None:
         return [[str(int(t)), line] for t, line in zip(stream.ts.tolist(), stream.lines)]
     # categorize-labels: a third element per entry, `{}` when it has neither kind
-    rendered: dict[EntryLabels, dict] = {}
+    rendered: dict[EntryLabels, dict[str, Any]] = {}
     for labels in stream.entry_labels:
         if labels not in rendered:
             rendered[labels] = _entry_labels(labels)
@@ -63,8 +64,8 @@ def _values(stream: Stream) -> list[list]:
     ]
 
 
-def _entry_labels(labels: EntryLabels) -> dict:
-    out = {}
+def _entry_labels(labels: EntryLabels) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     if len(labels.structured_metadata):
         out["structuredMetadata"] = labels.structured_metadata.to_dict()
     if len(labels.parsed):
@@ -73,7 +74,7 @@ def _entry_labels(labels: EntryLabels) -> dict:
 
 
 @result_to_json.register
-def _matrix(result: MatrixResult) -> dict:
+def _matrix(result: MatrixResult) -> dict[str, Any]:
     return {
         "resultType": "matrix",
         "result": [
@@ -87,7 +88,7 @@ def _matrix(result: MatrixResult) -> dict:
 
 
 @result_to_json.register
-def _vector(result: VectorResult) -> dict:
+def _vector(result: VectorResult) -> dict[str, Any]:
     return {
         "resultType": "vector",
         "result": [
@@ -97,5 +98,5 @@ def _vector(result: VectorResult) -> dict:
 
 
 @result_to_json.register
-def _scalar(result: ScalarResult) -> dict:
+def _scalar(result: ScalarResult) -> dict[str, Any]:
     return {"resultType": "scalar", "result": [sample_time(result.ts), format_value(result.value)]}

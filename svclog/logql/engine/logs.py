@@ -14,7 +14,8 @@ encoding reports them.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -27,6 +28,8 @@ from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import EntryLabels, Stream, StreamsResult
 from svclog.logql.engine.samples import leading_line_filters, remaining_stages
 from svclog.logql.source import LogSource, SelectRequest
+from svclog.logql.stages.grouping import CategorizedLabels
+from svclog.model import Labels
 
 
 def evaluate_logs(
@@ -59,7 +62,7 @@ def evaluate_logs(
 
 
 def _order_and_limit(
-    keys: list, ts: np.ndarray, series_of_row: np.ndarray, lines: pa.ChunkedArray, params: QueryParams
+    keys: list[Any], ts: np.ndarray, series_of_row: np.ndarray, lines: pa.ChunkedArray, params: QueryParams
 ) -> StreamsResult:
     ranked = sorted(range(len(keys)), key=keys.__getitem__)  # Labels, or CategorizedLabels (stream first)
     rank = np.empty(len(keys), dtype=np.int64)
@@ -84,10 +87,10 @@ def _order_and_limit(
 
 
 def _categorized_streams(
-    keys: list, ts: np.ndarray, sid: np.ndarray, lines: pa.ChunkedArray, order: np.ndarray
+    keys: list[CategorizedLabels], ts: np.ndarray, sid: np.ndarray, lines: pa.ChunkedArray, order: np.ndarray
 ) -> StreamsResult:
     """The picked entries grouped by stream labels alone, each with its other labels."""
-    stream_ids: dict = {}
+    stream_ids: dict[Labels, int] = {}
     stream_of_series = np.array([stream_ids.setdefault(key.stream, len(stream_ids)) for key in keys], dtype=np.int64)
     streams = list(stream_ids)
     entry_labels = [EntryLabels(key.structured_metadata, key.parsed) for key in keys]
@@ -99,7 +102,9 @@ def _categorized_streams(
     )
 
 
-def _runs(group_of_picked: np.ndarray, order: np.ndarray, lines: pa.ChunkedArray):
+def _runs(
+    group_of_picked: np.ndarray, order: np.ndarray, lines: pa.ChunkedArray
+) -> Iterator[tuple[int, np.ndarray, list[str]]]:
     """(group, rows, their lines) per group in group order, rows in answer order: one stable
     sort and one take for all groups, so the cost is linear in the rows whatever the groups."""
     if len(order) == 0:
@@ -118,7 +123,7 @@ def _thin(ts: np.ndarray, order: np.ndarray, interval: int, backward: bool, limi
     """The reference's interval: keep an entry when it is at least `interval` past the last kept one."""
     ordered_ts = ts[order]
     keys = -ordered_ts if backward else ordered_ts
-    picked = []
+    picked: list[int] = []
     pos = 0
     while pos < len(order) and len(picked) < limit:
         picked.append(pos)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -10,7 +11,7 @@ import pyarrow as pa
 from svclog.logql.source import METADATA_TYPE, SelectRequest, StreamBlock
 from svclog.model import Labels, Matcher, labels_match
 
-EntryTuple = tuple  # (ts_ns, line) or (ts_ns, line, metadata_dict)
+EntryTuple = tuple[Any, ...]  # (ts_ns, line) or (ts_ns, line, metadata_dict)
 
 
 class _StoredStream:
@@ -49,7 +50,7 @@ class _StoredStream:
 class MemorySource:
     """A LogSource over `{labels: [(ts_ns, line[, metadata]), ...]}`; labels a dict or `Labels`."""
 
-    def __init__(self, streams: Mapping[Labels | tuple, Sequence[EntryTuple]] | None = None):
+    def __init__(self, streams: Mapping[Labels | Mapping[str, str], Sequence[EntryTuple]] | None = None):
         self._streams: dict[Labels, _StoredStream] = {}
         for labels, entries in (streams or {}).items():
             self.add(labels, entries)
@@ -65,7 +66,7 @@ class MemorySource:
         """Add entries to a stream (merging with the entries it already has)."""
         key = labels if isinstance(labels, Labels) else Labels.from_dict(labels)
         old = self._streams.get(key)
-        merged: list = []
+        merged: list[tuple[int, str, dict[str, str]]] = []
         if old is not None:  # earlier entries first: equal timestamps keep push order
             metas = old.metadata.to_pylist() if old.metadata is not None else [None] * len(old.ts_np)
             merged = [(t, ln, dict(m or [])) for t, ln, m in zip(old.ts_np.tolist(), old.line.to_pylist(), metas)]

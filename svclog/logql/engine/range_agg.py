@@ -32,7 +32,8 @@ class Windows:
 
     @property
     def count(self) -> np.ndarray:
-        return self.hi - self.lo
+        count: np.ndarray = self.hi - self.lo
+        return count
 
     @property
     def range_seconds(self) -> float:
@@ -58,7 +59,8 @@ def _stdvar(w: Windows) -> np.ndarray:
 
 
 def _stddev(w: Windows) -> np.ndarray:
-    return np.sqrt(_stdvar(w))
+    out: np.ndarray = np.sqrt(_stdvar(w))
+    return out
 
 
 def _sparse_reduce(x: np.ndarray, w: Windows, reduce: np.ufunc) -> np.ndarray:

@@ -20,6 +20,7 @@ from svclog.logql.engine.hints import parser_labels
 from svclog.logql.engine.log_windows import batch_bytes
 from svclog.logql.engine.unwrap import unwrap_values
 from svclog.logql.source import LogSource, SelectRequest
+from svclog.logql.stages.batch import LogBatch
 from svclog.model import Labels, LimitError
 
 ERROR_LABEL = "__error__"
@@ -33,7 +34,7 @@ class SampleSeries:
     values: np.ndarray  # float64
 
 
-def leading_line_filters(query: ast.LogQuery) -> tuple:
+def leading_line_filters(query: ast.LogQuery) -> tuple[ast.LineFilter, ...]:
     out = []
     for stage in query.stages:
         if not isinstance(stage, ast.LineFilter):
@@ -42,7 +43,7 @@ def leading_line_filters(query: ast.LogQuery) -> tuple:
     return tuple(out)
 
 
-def remaining_stages(query: ast.LogQuery, source: LogSource) -> tuple:
+def remaining_stages(query: ast.LogQuery, source: LogSource) -> tuple[ast.Stage, ...]:
     """The pipeline the engine still has to run: a source that declares `applies_line_filters`
     has already dropped what the leading line filters would (running them twice costs a scan)."""
     if getattr(source, "applies_line_filters", False):
@@ -126,7 +127,7 @@ def select_samples(
     return [_merge(labels, chunks) for labels, chunks in parts.items()]
 
 
-def _project(batch, keep: frozenset[str]) -> None:
+def _project(batch: LogBatch, keep: frozenset[str]) -> None:
     """Drop the per-entry labels outside `keep` (the stream's own stay: series stay per stream,
     as the reference's are, so float sums add in the same grouping), unless an entry failed:
     the error report names the series' labels, so a batch with errors keeps them all."""

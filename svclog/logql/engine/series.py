@@ -32,11 +32,11 @@ class SeriesSet:
 
     @property
     def n_steps(self) -> int:
-        return self.values.shape[1]
+        return int(self.values.shape[1])
 
     def compact(self) -> SeriesSet:
         """Drop series that are absent at every step."""
-        keep = self.present.any(axis=1)
+        keep = np.any(self.present, axis=1)
         if keep.all():
             return self
         return SeriesSet(

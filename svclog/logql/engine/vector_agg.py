@@ -19,11 +19,11 @@ Reducer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 
 def _sum(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.where(p, v, 0.0).sum(axis=0), p.any(axis=0)
+    return np.where(p, v, 0.0).sum(axis=0), np.any(p, axis=0)
 
 
 def _count(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return p.sum(axis=0).astype(np.float64), p.any(axis=0)
+    return p.sum(axis=0).astype(np.float64), np.any(p, axis=0)
 
 
 def _avg(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -33,11 +33,11 @@ def _avg(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _min(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.fmin.reduce(np.where(p, v, np.nan), axis=0), p.any(axis=0)
+    return np.fmin.reduce(np.where(p, v, np.nan), axis=0), np.any(p, axis=0)
 
 
 def _max(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.fmax.reduce(np.where(p, v, np.nan), axis=0), p.any(axis=0)
+    return np.fmax.reduce(np.where(p, v, np.nan), axis=0), np.any(p, axis=0)
 
 
 def _stdvar(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +45,7 @@ def _stdvar(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(p, v, 0.0).sum(axis=0) / n
         var = np.where(p, (v - mean) ** 2, 0.0).sum(axis=0) / n
-    return var, p.any(axis=0)
+    return var, np.any(p, axis=0)
 
 
 def _stddev(v: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -37,7 +37,7 @@ def window_means(x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Mean per window (NaN when empty); a sum that overflows falls back to the reference's running mean."""
     n = hi - lo
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = window_sums(x, lo, hi) / n
+        mean: np.ndarray = window_sums(x, lo, hi) / n
     overflow = np.isinf(mean)
     if overflow.any():
         nonfinite = np.concatenate(([0], np.cumsum(~np.isfinite(x))))

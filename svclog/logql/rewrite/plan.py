@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from svclog.logql import ast
 from svclog.logql.engine.evaluator import DEFAULT_MAX_SERIES
@@ -103,7 +104,7 @@ def _plan_metric(expr: ast.Expr, params: QueryParams, interval_ns: int, shards: 
     steps = step_times(params)
 
     def merge(partials: Sequence[QueryResult]) -> QueryResult:
-        by_leaf: dict[Downstream, list] = {}
+        by_leaf: dict[Downstream, list[Any]] = {}
         for leaf, partial in zip(keys, partials):
             by_leaf.setdefault(leaf, []).append(to_rows(partial, steps))
         merged = {leaf: combine(parts, leaf.combine, len(steps)) for leaf, parts in by_leaf.items()}

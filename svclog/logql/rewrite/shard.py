@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from svclog.logql import ast
 
@@ -76,6 +77,12 @@ def shard_expr(expr: ast.Expr, shards: int) -> object:
 def leaves(tree: object) -> list[Downstream]:
     """The distinct Downstream leaves of a merge tree, in first-seen order."""
     return list(dict.fromkeys(n for n in ast.walk(tree) if isinstance(n, Downstream)))
+
+
+def _in_tree(leaf: Downstream) -> ast.SampleExpr:
+    """A leaf stands in the frontend's tree where the sub-expression it evaluates stood; the AST's
+    field types do not name this node, which only the frontend's evaluator reads."""
+    return cast(ast.SampleExpr, leaf)
 
 
 def _as_node(analysed: _Shardable | _Tree) -> object:
@@ -171,16 +178,16 @@ def _vector(node: ast.VectorAggregation, sharding: bool) -> _Shardable | _Tree:
             return _Shardable(node, combine)
     if inner.combine is Combine.CONCAT:
         if node.op == "avg":
-            sums = Downstream(replace(node, op="sum"), Combine.SUM)
-            counts = Downstream(replace(node, op="count"), Combine.SUM)
+            sums = _in_tree(Downstream(replace(node, op="sum"), Combine.SUM))
+            counts = _in_tree(Downstream(replace(node, op="count"), Combine.SUM))
             return _Tree(ast.BinaryOp("/", sums, counts))
         if node.op in SELECTORS:
             # each shard's top k contains every series of the overall top k it holds
-            return _Tree(replace(node, expr=Downstream(node, Combine.CONCAT)))
+            return _Tree(replace(node, expr=_in_tree(Downstream(node, Combine.CONCAT))))
         # stddev, stdvar, ... over per-stream series: the whole aggregation runs un-sharded
         return _Tree(Downstream(node, Combine.UNSHARDED))
     # an aggregation over series already merged in the frontend
-    return _Tree(replace(node, expr=Downstream(inner.expr, inner.combine)))
+    return _Tree(replace(node, expr=_in_tree(Downstream(inner.expr, inner.combine))))
 
 
 def _frontend_node(
@@ -189,7 +196,7 @@ def _frontend_node(
     """`node` evaluated in the frontend over its (sharded) children; collapsed into one
     un-sharded leaf when no child shards, unless it sorts (a leaf's partial loses its order)."""
     children = {name: (analysed or {}).get(name) or _analyse(getattr(node, name), sharding) for name in names}
-    rebuilt = replace(node, **{name: _as_node(child) for name, child in children.items()})
+    rebuilt = replace(cast(Any, node), **{name: _as_node(child) for name, child in children.items()})
     if not _has_sharded_leaf(rebuilt) and not _has_sort(node):
         return _Tree(Downstream(node, Combine.UNSHARDED))
     return _Tree(rebuilt)

@@ -20,6 +20,7 @@ of a `parsed` column is parsed. The categorize-labels encoding reads these.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,19 +42,23 @@ ERR_SAMPLE_EXTRACTION = "SampleExtractionErr"
 ERR_TEMPLATE_FORMAT = "TemplateFormatErr"
 
 
+# LogBatch.origin's default, compared by identity: "the stream's labels at construction"
+_STREAM_AT_START = Labels()
+
+
 @dataclass
 class LogBatch:
     stream: Labels
     ts: pa.Array
     line: pa.Array
     labels: dict[str, pa.Array] = field(default_factory=dict)
-    origin: Labels | None = None
+    origin: Labels = _STREAM_AT_START
     metadata_names: frozenset[str] = frozenset()
     parsed: frozenset[str] = frozenset()
     parsed_rows: dict[str, pa.Array] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.origin is None:
+        if self.origin is _STREAM_AT_START:
             self.origin = self.stream
 
     def __len__(self) -> int:
@@ -67,7 +72,7 @@ class LogBatch:
     def take(self, indices: pa.Array) -> LogBatch:
         return self._derive(lambda arr: pc.take(arr, indices))
 
-    def _derive(self, fn) -> LogBatch:
+    def _derive(self, fn: Callable[[pa.Array], pa.Array]) -> LogBatch:
         return LogBatch(
             stream=self.stream,
             ts=fn(self.ts),
@@ -92,7 +97,7 @@ class LogBatch:
         """Does any entry carry the label?"""
         column = self.labels.get(name)
         if column is not None:
-            return column.null_count < len(column)
+            return bool(column.null_count < len(column))
         return name in self.stream
 
     def set_label(self, name: str, values: pa.Array) -> None:
@@ -250,7 +255,7 @@ def block_to_batch(block: StreamBlock) -> LogBatch:
     return batch
 
 
-def batch_from_rows(stream: Labels, rows: list[tuple[int, str]] | list[tuple[int, str, dict]]) -> LogBatch:
+def batch_from_rows(stream: Labels, rows: list[tuple[int, str]] | list[tuple[int, str, dict[str, str]]]) -> LogBatch:
     """A small batch from Python rows (ts, line[, metadata]); for tests and tools."""
     ts = pa.array([r[0] for r in rows], pa.int64())
     line = pa.array([r[1] for r in rows], pa.string())

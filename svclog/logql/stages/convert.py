@@ -10,6 +10,8 @@ grammar has no Arrow kernel.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -78,7 +80,9 @@ _MAX_BYTES = 2 * _MAX_DIGITS + 5  # sign, dot, unit of up to 3 bytes
 _SAFE_NS = 1 << 62  # whole * unit below this cannot overflow int64 once the fraction is added
 
 
-def _durations(arr: pa.Array, scale, convert) -> tuple[pa.Array, pa.Array]:
+def _durations(
+    arr: pa.Array, scale: Callable[[np.ndarray], np.ndarray], convert: Callable[[str], float]
+) -> tuple[pa.Array, pa.Array]:
     arr = arr.cast(pa.string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -172,7 +176,7 @@ def parse_bytes_values(arr: pa.Array) -> tuple[pa.Array, pa.Array]:
     return _per_distinct(arr, lambda s: float(humanize_parse_bytes(s)))
 
 
-def _messages(arr: pa.Array, mask: pa.Array, fmt) -> pa.Array:
+def _messages(arr: pa.Array, mask: pa.Array, fmt: Callable[[str], str]) -> pa.Array:
     if not pc.any(mask).as_py():
         return pa.nulls(len(arr), pa.string())
     texts = arr.to_pylist()
@@ -180,7 +184,7 @@ def _messages(arr: pa.Array, mask: pa.Array, fmt) -> pa.Array:
     return pa.array([fmt(t) if f else None for t, f in zip(texts, flags)], pa.string())
 
 
-def _per_distinct(arr: pa.Array, convert) -> tuple[pa.Array, pa.Array]:
+def _per_distinct(arr: pa.Array, convert: Callable[[str], float]) -> tuple[pa.Array, pa.Array]:
     # One Python conversion per distinct string, then a vectorised take back to entries.
     encoded = pc.dictionary_encode(arr.cast(pa.string()))
     values: list[float | None] = []

@@ -10,7 +10,8 @@ entry's labels are split into stream labels, structured metadata and parsed labe
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -85,7 +86,9 @@ def _present_columns(batch: LogBatch) -> list[tuple[str, pa.Array]]:
     return [(name, arr) for name, arr in sorted(batch.labels.items()) if arr.null_count < n]
 
 
-def _groups(columns: list[tuple[str, pa.Array]], flags: list[tuple[str, pa.Array]]):
+def _groups(
+    columns: list[tuple[str, pa.Array]], flags: list[tuple[str, pa.Array]]
+) -> Iterator[tuple[dict[str, Any], dict[str, bool], np.ndarray]]:
     """Yield ({name: value or None}, {flag name: bool}, int64 indices) per distinct row.
 
     Every column is dictionary-encoded with null as code -1, so "absent" is its own value;
@@ -105,7 +108,7 @@ def _groups(columns: list[tuple[str, pa.Array]], flags: list[tuple[str, pa.Array
     order = np.argsort(inverse, kind="stable")
     bounds = np.cumsum(np.bincount(inverse, minlength=len(keys)))[:-1]
     for key, indices in zip(keys, np.split(order, bounds)):
-        values: dict = {
+        values: dict[str, Any] = {
             name: (dictionaries[j][code] if code >= 0 else None)
             for j, ((name, _), code) in enumerate(zip(columns, key))
         }

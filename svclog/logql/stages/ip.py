@@ -43,9 +43,12 @@ def parse_ip_pattern(pattern: str) -> Callable[[Address], bool]:
         try:
             lo, hi = ipaddress.ip_address(lo_text), ipaddress.ip_address(hi_text)
         except ValueError:
-            lo = hi = None
-        if lo is not None and hi is not None and lo.version == hi.version and lo <= hi:
-            return lambda ip: ip.version == lo.version and lo <= ip <= hi
+            pass
+        else:
+            # within one family, addresses order as their integers do
+            version, first, last = lo.version, int(lo), int(hi)
+            if version == hi.version and first <= last:
+                return lambda ip: ip.version == version and first <= int(ip) <= last
     raise ParseError(f'ip: invalid pattern: "{pattern}"')
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import orjson
@@ -62,7 +64,7 @@ MAX_EXTRACTED = 1 << 20  # characters of label names and values per line
 TOO_DEEP = f"JSON nested deeper than {MAX_DEPTH} levels"
 
 
-class _Output(dict):
+class _Output(dict[str, str]):
     """The labels of one line, counting the characters they hold."""
 
     size = 0
@@ -77,7 +79,7 @@ class _Output(dict):
         self[name] = value
 
 
-def _flatten(obj: dict, prefix: str, out: _Output, depth: int = 1) -> None:
+def _flatten(obj: dict[str, Any], prefix: str, out: _Output, depth: int = 1) -> None:
     if depth > MAX_DEPTH:
         raise json_scan.JsonScanError(TOO_DEEP)
     for key, value in obj.items():
@@ -176,7 +178,7 @@ class JsonParserStage:
         errors: list[str | None] = [None] * n
         wanted = self._wanted_keys(batch)
         lines = batch.line
-        rows = range(n)
+        rows: Sequence[int] = range(n)
         if wanted is not None and not wanted:  # nothing to extract from a well-formed line: only errors matter
             flat = pc.fill_null(pc.match_substring_regex(lines, FLAT_OBJECT), False).to_numpy(zero_copy_only=False)
             if flat.all():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from typing import Any
 
 OBJECT_ERROR = "Value looks like object, but can't find closing '}' symbol"
 ARRAY_ERROR = "Value is array, but can't find closing ']' symbol"
@@ -81,7 +82,7 @@ def unescape(raw: str) -> str:
     if "\\" not in raw:
         return raw
 
-    def replace(m: re.Match) -> str:
+    def replace(m: re.Match[str]) -> str:
         code = m.group(1)
         if code in _SIMPLE:
             return _SIMPLE[code]
@@ -172,7 +173,7 @@ class RawNumber(str):
     """A JSON number kept as its source text."""
 
 
-def loads_object(text: str) -> dict | None:
+def loads_object(text: str) -> dict[str, Any] | None:
     """Strict fast path: the decoded object with numbers kept as RawNumber text, or None."""
     try:
         value = json.loads(text, parse_int=RawNumber, parse_float=RawNumber, parse_constant=_reject)

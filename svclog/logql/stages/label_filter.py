@@ -13,6 +13,7 @@ Semantics of the reference, evaluated column-wise:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import singledispatch
 
 import pyarrow as pa
@@ -96,7 +97,9 @@ def _(expr: ast.StringLabelFilter, state: _State) -> pa.Array:
     return matcher_mask(expr.matcher, values)
 
 
-def _converted(state: _State, name: str, op: str, target: float, parse) -> pa.Array:
+def _converted(
+    state: _State, name: str, op: str, target: float, parse: Callable[[pa.Array], tuple[pa.Array, pa.Array]]
+) -> pa.Array:
     values = state.batch.label(name)
     numbers, errors = parse(values)
     failed = pc.and_(pc.is_valid(values), pc.is_valid(errors))

@@ -10,7 +10,7 @@ loop, cached by the values the template can observe when those are known.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -18,11 +18,14 @@ from svclog.logql import ast
 from svclog.logql.stages.batch import ERR_TEMPLATE_FORMAT, LogBatch, set_error
 from svclog.model import ParseError
 
+if TYPE_CHECKING:
+    from svclog.logql.template import Template
+
 # A bare `.` (the whole label map) or `$` makes the output depend on every label.
 _WHOLE_MAP = re.compile(r"(?:^|[\s(|])[.$](?=[\s)|}])")
 
 
-def compile_template(text: str):
+def compile_template(text: str) -> Template:
     """Template.parse with its parse error mapped to ParseError."""
     from svclog.logql.template import Template
 
@@ -56,9 +59,8 @@ class Renderer:
         self.uses_line = "__line__" in text
         self.uses_ts = "__timestamp__" in text
         self.keys: list[str] | None = None
-        referenced: Callable[[], object] | None = getattr(self.template, "referenced_labels", None)
-        if referenced is not None and not _WHOLE_MAP.search(text):
-            self.keys = sorted(referenced())
+        if not _WHOLE_MAP.search(text):
+            self.keys = sorted(self.template.referenced_labels())
 
     def render(
         self, rows: list[dict[str, str]], lines: list[str], ts: list[int]
@@ -67,7 +69,7 @@ class Renderer:
 
         out: list[str | None] = []
         errors: list[str | None] = []
-        cache: dict[tuple, tuple[str | None, str | None]] = {}
+        cache: dict[tuple[tuple[str | None, ...], str | None, int | None], tuple[str | None, str | None]] = {}
         for row, line, stamp in zip(rows, lines, ts):
             key = None
             if self.keys is not None:

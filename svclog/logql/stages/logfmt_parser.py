@@ -27,11 +27,12 @@ from svclog.logql.stages import json_scan
 from svclog.logql.stages import logfmt_kernels as kernels
 from svclog.logql.stages.batch import ERR_LOGFMT, EXTRACTED_SUFFIX, LogBatch, set_error
 from svclog.logql.stages.json_parser import sanitize_key
-from svclog.model import ParseError, is_valid_label_name
+from svclog.model import Labels, ParseError, is_valid_label_name
 
 _SPACE = re.compile(r"[\x00-\x20]*")
 _WORD = re.compile(r'[^\x00-\x20="]*')
 _TO_SPACE = re.compile(r"[^\x00-\x20]*")
+# (each of these three matches the empty string, so match() never gives None)
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"', re.DOTALL)
 _CONTROL = re.compile(r"[\x00-\x1f]")
 _RUNE_ERROR = "\ufffd"
@@ -51,20 +52,29 @@ def scan_pairs(line: str, errors: list[LogfmtError]) -> Iterator[tuple[str, str]
     """(key, value) pairs; each malformed pair appends an error and is skipped."""
     pos, n = 0, len(line)
     while True:
-        pos = _SPACE.match(line, pos).end()
+        matched = _SPACE.match(line, pos)
+        assert matched is not None
+        pos = matched.end()
         if pos >= n:
             return
         start = pos
-        pos = _WORD.match(line, pos).end()
+        matched = _WORD.match(line, pos)
+        assert matched is not None
+        pos = matched.end()
         key = line[start:pos]
         ch = line[pos] if pos < n else " "
         if ch == '"' or (ch == "=" and not key):
             errors.append(LogfmtError(line, pos, _unexpected(ch)))
-            pos = _TO_SPACE.match(line, pos).end()
+            matched = _TO_SPACE.match(line, pos)
+            assert matched is not None
+            pos = matched.end()
             continue
         if _RUNE_ERROR in key:
             errors.append(LogfmtError(line, pos, "invalid key"))
-            pos = _TO_SPACE.match(line, pos).end() if ch == "=" else pos
+            if ch == "=":
+                matched = _TO_SPACE.match(line, pos)
+                assert matched is not None
+                pos = matched.end()
             continue
         if ch != "=":
             yield key, ""
@@ -91,10 +101,14 @@ def scan_pairs(line: str, errors: list[LogfmtError]) -> Iterator[tuple[str, str]
             yield key, body
             continue
         start = pos
-        pos = _WORD.match(line, pos).end()
+        matched = _WORD.match(line, pos)
+        assert matched is not None
+        pos = matched.end()
         if pos < n and line[pos] in '="':
             errors.append(LogfmtError(line, pos, _unexpected(line[pos])))
-            pos = _TO_SPACE.match(line, pos).end()
+            matched = _TO_SPACE.match(line, pos)
+            assert matched is not None
+            pos = matched.end()
             continue
         yield key, line[start:pos]
 
@@ -153,6 +167,7 @@ class LogfmtParserStage:
                 raise ParseError(f"invalid extracted label name '{label}'")
         # parser hints apply to the plain form only (flags and parameters change what is kept)
         self.only = only if not (self.strict or self.keep_empty or self.params) else None
+        self.hinted: frozenset[str] = self.only or frozenset()  # what the hinted path reads
         # The reference's `logfmt a, b` under hints pre-sets every parameter label to "" and
         # counts that as extracted; once the hints' labels are all parameters, its scan stops
         # after the first parameter key of the line, leaving the others "". Same answers.
@@ -166,9 +181,9 @@ class LogfmtParserStage:
     def _process_only(self, batch: LogBatch) -> LogBatch:
         line, origin = batch.line, batch.origin
         renamed = origin.names() + sorted(batch.metadata_names)  # keys that may get `_extracted`
-        if any(name.endswith(EXTRACTED_SUFFIX) and name[: -len(EXTRACTED_SUFFIX)] in renamed for name in self.only):
+        if any(name.endswith(EXTRACTED_SUFFIX) and name[: -len(EXTRACTED_SUFFIX)] in renamed for name in self.hinted):
             return self._process_all(batch)  # two line keys (`x`, `x_extracted`) give that label
-        wanted = [(name, _raw_key(name, origin)) for name in sorted(self.only)]
+        wanted = [(name, _raw_key(name, origin)) for name in sorted(self.hinted)]
         columns: dict[str, pa.Array] = {}
         undecided = np.zeros(len(line), dtype=bool)  # rows the two-pass kernels could not read
         for name, key in wanted:
@@ -190,7 +205,7 @@ class LogfmtParserStage:
                 batch.set_parser_label(name, values)
         return batch
 
-    def _read_exactly(self, line: pa.Array, names: list[str], origin) -> dict[str, pa.Array]:
+    def _read_exactly(self, line: pa.Array, names: list[str], origin: Labels) -> dict[str, pa.Array]:
         """The slower exact reading: plain lines with the one-key kernels of `_extract`, the
         others with the scanner."""
         plain = pc.fill_null(
@@ -200,7 +215,7 @@ class LogfmtParserStage:
         rest = pc.invert(plain)
         rest_rows = np.flatnonzero(rest.to_numpy(zero_copy_only=False))
         scanned = self._scan_rows(line.take(rest_rows).to_pylist(), origin) if len(rest_rows) else {}
-        out = {}
+        out: dict[str, pa.Array] = {}
         for name in names:
             key = _raw_key(name, origin)
             values = _extract_plain(line, key) if key is not None else pa.nulls(len(line), pa.string())
@@ -211,13 +226,13 @@ class LogfmtParserStage:
             out[name] = values
         return out
 
-    def _scan_rows(self, lines: list[str], origin) -> dict[str, list[str | None]]:
+    def _scan_rows(self, lines: list[str], origin: Labels) -> dict[str, list[str | None]]:
         """The wanted labels of the given lines, read by the scanner (one list per label)."""
         columns: dict[str, list[str | None]] = {}
         for row, text in enumerate(lines):
             for key, value in _first_error_pairs(text or "", False)[0]:
                 name = self._label_name(key, origin)
-                if name is None or name not in self.only or not value or _RUNE_ERROR in value:
+                if name is None or name not in self.hinted or not value or _RUNE_ERROR in value:
                     continue
                 columns.setdefault(name, [None] * len(lines))[row] = value
         return columns
@@ -256,7 +271,7 @@ class LogfmtParserStage:
         set_error(batch, pa.array([e is not None for e in errors]), ERR_LOGFMT, err)
         return batch
 
-    def _label_name(self, key: str, origin) -> str | None:
+    def _label_name(self, key: str, origin: Labels) -> str | None:
         sanitized = sanitize_key(key)
         if not sanitized:
             return None
@@ -325,7 +340,7 @@ def _matched_value(found: pa.Array) -> pa.Array:
     return pc.if_else(pc.not_equal(quoted, ""), quoted, bare)
 
 
-def _raw_key(name: str, origin) -> str | None:
+def _raw_key(name: str, origin: Labels) -> str | None:
     """The line key that yields label `name` on the hinted path (None: no plain key can)."""
     if name in origin:
         return None  # a stream label: the parsed copy would be `<name>_extracted`

@@ -9,7 +9,7 @@ lines (parsers, formatters). Construction validates what the parser could not
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from svclog.logql import ast
 from svclog.logql.stages.batch import ERROR_DETAILS_LABEL, ERROR_LABEL, LogBatch
@@ -31,7 +31,8 @@ class StageProcessor(Protocol):
     def process(self, batch: LogBatch) -> LogBatch: ...
 
 
-_BUILDERS: dict[type, Callable[[object], StageProcessor]] = {
+# keyed by stage node type: each builder takes exactly the node type it is filed under
+_BUILDERS: dict[type, Callable[[Any], StageProcessor]] = {
     ast.LineFilter: LineFilterStage,
     ast.JsonParser: JsonParserStage,
     ast.LogfmtParser: LogfmtParserStage,
@@ -94,7 +95,8 @@ def _filters_before_parsers(stages: tuple[ast.Stage, ...], processors: list[Stag
         if not isinstance(stage, (ast.JsonParser, ast.LogfmtParser)) or stage.params:
             out.append(processor)
             continue
-        filters, names = [], set()
+        filters: list[StageProcessor] = []
+        names: set[str] = set()
         while i < len(stages) and (read := stream_filter_names(stages[i])) is not None:
             filters.append(processors[i])
             names |= read

@@ -29,14 +29,14 @@ def unpack_line(line: str) -> tuple[str | None, list[tuple[str, str]], str | Non
         return None, [], NOT_AN_OBJECT
     obj = json_scan.loads_object(line)
     if obj is not None:
-        entry = obj.get(PACKED_ENTRY_KEY)
+        packed_entry = obj.get(PACKED_ENTRY_KEY)
         fields = [
             (k, "" if _RUNE_ERROR in v else v)
             for k, v in obj.items()
             if k != PACKED_ENTRY_KEY and isinstance(v, str) and not isinstance(v, json_scan.RawNumber)
         ]
-        packed = isinstance(entry, str) and not isinstance(entry, json_scan.RawNumber)
-        return (entry if packed else None), fields, None
+        packed = isinstance(packed_entry, str) and not isinstance(packed_entry, json_scan.RawNumber)
+        return (packed_entry if packed else None), fields, None
     entry: str | None = None
     fields = []
     try:

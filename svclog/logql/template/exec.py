@@ -7,7 +7,8 @@ over a map[string]string: a missing label is "", a missing JSON key is nil.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from svclog.logql.template import nodes as n
 from svclog.logql.template.errors import TemplateExecError
@@ -34,7 +35,7 @@ class State:
         self.labels = labels
         self.line = line
         self.ts_ns = ts_ns
-        self.vars: list[list] = [["$", labels]]
+        self.vars: list[list[Any]] = [["$", labels]]  # [name, value] slots, innermost last
         self.out: list[str] = []
         self.size = 0  # characters in out (bounded by limits.MAX_OUTPUT)
         self.steps = 0  # range iterations so far (bounded by limits.MAX_RANGE_ITERATIONS)
@@ -49,6 +50,8 @@ class State:
 
 Run = Callable[[State, object], None]
 Ev = Callable[[State, object], object]
+# a command: (state, dot, the piped-in final argument) -> value
+Cmd = Callable[[State, object, object], object]
 
 
 class _Fail(Exception):
@@ -65,7 +68,7 @@ class _Continue(Exception):
 
 def print_value(v: object) -> str:
     if type(v) is str:
-        return v  # type: ignore[return-value]
+        return v
     return "<no value>" if v is None else format_v(v)
 
 
@@ -90,7 +93,7 @@ def _get_field(st: State, recv: object, name: str, has_args: bool) -> object:
     if recv is st.labels:
         if has_args:
             raise _Fail(f"{name} is not a method but has arguments")
-        return recv.get(name, "")  # type: ignore[attr-defined]
+        return recv.get(name, "")
     if isinstance(recv, Mapping):
         if has_args:
             raise _Fail(f"{name} is not a method but has arguments")
@@ -100,10 +103,10 @@ def _get_field(st: State, recv: object, name: str, has_args: bool) -> object:
     raise _Fail(f"can't evaluate field {name} in type {type_name(recv)}")
 
 
-def _lookup_var(st: State, name: str) -> list:
-    for slot in reversed(st.vars):
-        if slot[0] == name:
-            return slot
+def _lookup_var(st: State, name: str) -> list[Any]:
+    for i in range(len(st.vars) - 1, -1, -1):
+        if st.vars[i][0] == name:
+            return st.vars[i]
     raise _Fail(f"undefined variable: {name}")
 
 
@@ -276,7 +279,7 @@ class Compiler:
 
         return ev
 
-    def command(self, cmd: n.Command, has_final: bool) -> Callable[[State, object, object], object]:
+    def command(self, cmd: n.Command, has_final: bool) -> Cmd:
         head, args, where = cmd.args[0], cmd.args[1:], self.where(cmd)
         if isinstance(head, n.Identifier):
             return self.call(head.name, args, has_final, where)
@@ -312,14 +315,14 @@ class Compiler:
             return (lambda st, dot: _lookup_var(st, name)[1]), node.idents[1:]
         return self.operand(node.node), node.fields
 
-    def call(self, name: str, args: tuple[n.Node, ...], has_final: bool, where: str):
+    def call(self, name: str, args: tuple[n.Node, ...], has_final: bool, where: str) -> Cmd:
         spec = FUNCS[name]
         nargs = len(args) + has_final
         fixed = len(spec.params)
         if (spec.variadic is None and nargs != fixed) or nargs < fixed:
             want = f"at least {fixed}" if spec.variadic else str(fixed)
             return _raiser(where + f"wrong number of args for {name}: want {want} got {nargs}")
-        kinds = [spec.params[i] if i < fixed else spec.variadic for i in range(nargs)]
+        kinds = list(spec.params) + ([spec.variadic] * (nargs - fixed) if spec.variadic else [])
         arg_evs = [self.arg(node, kinds[i]) for i, node in enumerate(args)]
         if name in ("and", "or"):
             return self.short_circuit(name == "or", arg_evs, has_final, where)
@@ -346,7 +349,7 @@ class Compiler:
 
         return invoke
 
-    def short_circuit(self, is_or: bool, arg_evs: list[Ev], has_final: bool, where: str):
+    def short_circuit(self, is_or: bool, arg_evs: list[Ev], has_final: bool, where: str) -> Cmd:
         def invoke(st: State, dot: object, final: object) -> object:
             v: object = None
             for ev in arg_evs:
@@ -432,14 +435,14 @@ def _assign_loop_vars(st: State, decl: tuple[str, ...], key: object, elem: objec
         raise TemplateExecError(str(exc)) from None
 
 
-def _raiser(msg: str):
+def _raiser(msg: str) -> Cmd:
     def fail(st: State, dot: object, final: object = None) -> object:
         raise TemplateExecError(msg)
 
     return fail
 
 
-def _rewrap(call, st: State, dot: object) -> object:
+def _rewrap(call: Cmd, st: State, dot: object) -> object:
     return call(st, dot, None)
 
 
@@ -474,7 +477,7 @@ class _IntRange:
     def __len__(self) -> int:
         return self.n
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[int, int]]:
         return ((i, i) for i in range(self.n))
 
 

@@ -63,7 +63,7 @@ def lt(a: object, b: object) -> bool:
         raise BuiltinError("invalid type for comparison")
     if ka != kb:
         raise BuiltinError("incompatible types for comparison")
-    return a < b  # type: ignore[operator]
+    return bool(a < b)  # type: ignore[operator]
 
 
 def le(a: object, b: object) -> bool:
@@ -85,9 +85,10 @@ def _index_arg(i: object, size: int) -> int:
         raise BuiltinError("cannot index slice/array with nil")
     if type(i) not in (int, GoInt64):
         raise BuiltinError(f"cannot index slice/array with type {type_name(i)}")
-    if not 0 <= i < size:  # type: ignore[operator]
+    assert isinstance(i, int)
+    if not 0 <= i < size:
         raise BuiltinError(f"index out of range: {i}")
-    return int(i)  # type: ignore[call-overload]
+    return int(i)
 
 
 def index(labels: Mapping[str, str], item: object, *keys: object) -> object:

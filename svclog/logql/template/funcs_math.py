@@ -32,7 +32,7 @@ def to_int64(v: object) -> int:
         return 0
     t = type(v)
     if t is bool:
-        return int(v)  # type: ignore[call-overload]
+        return 1 if v else 0
     if t is int or t is GoInt64:
         return wrap_int64(v)  # type: ignore[arg-type]
     if t is float:

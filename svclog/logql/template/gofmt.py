@@ -7,7 +7,7 @@ Follows fmt's conversion behaviour: a verb that does not fit the operand prints
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from svclog.gocompat.strconv import quote as go_quote
 from svclog.gocompat.strconv import quote_rune as _quote_rune
@@ -72,12 +72,13 @@ def _fmt_int(v: int, spec: _Spec) -> str:
             body += f" '{chr(v)}'"
         return _pad(body, spec, False)
     base = {"d": 10, "v": 10, "b": 2, "o": 8, "O": 8, "x": 16, "X": 16}[verb]
-    digits = {
+    formats: dict[int, Callable[[int], str]] = {
         10: str,
         2: lambda x: format(x, "b"),
         8: lambda x: format(x, "o"),
         16: lambda x: format(x, "x" if verb == "x" else "X"),
-    }[base](abs(v))
+    }
+    digits = formats[base](abs(v))
     if spec.prec is not None:
         digits = "" if spec.prec == 0 and v == 0 else digits.rjust(spec.prec, "0")
     prefix = ""
@@ -104,7 +105,7 @@ def _fmt_float(v: float, spec: _Spec) -> str:
     if verb in ("v", "g", "G") and spec.prec is None:
         body = format_float_shortest(abs(v), "E" if verb == "G" else "e")
     elif verb in ("v", "g", "G"):
-        body = f"{abs(v):{'#' if spec.sharp else ''}.{max(spec.prec, 1)}{'G' if verb == 'G' else 'g'}}"
+        body = f"{abs(v):{'#' if spec.sharp else ''}.{max(spec.prec or 0, 1)}{'G' if verb == 'G' else 'g'}}"
     elif verb in ("e", "E", "f", "F"):
         prec = 6 if spec.prec is None else spec.prec
         body = f"{abs(v):{'#' if spec.sharp else ''}.{prec}{verb}}"
@@ -252,8 +253,8 @@ class _Printf:
         self.i += 1
         arg = self.args[self.argn] if 0 <= self.argn < len(self.args) else None
         self.argn += 1
-        if type(arg) in (int, GoInt64) and not _too_large(int(arg)):  # type: ignore[call-overload]
-            return int(arg)  # type: ignore[call-overload]
+        if type(arg) in (int, GoInt64) and isinstance(arg, int) and not _too_large(int(arg)):
+            return int(arg)
         self.out.append(bad)
         return None
 

@@ -7,6 +7,7 @@ previous match.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 import re2
@@ -20,7 +21,7 @@ class GoRegexError(ValueError):
 
 
 @lru_cache(maxsize=512)
-def compile_go(pattern: str) -> re2._Regexp:
+def compile_go(pattern: str) -> re2._Regexp[str]:
     """Compile a Go regexp; raises GoRegexError with Go's message on syntax Go would reject."""
     try:
         return compile_go_regexp(pattern)
@@ -28,7 +29,7 @@ def compile_go(pattern: str) -> re2._Regexp:
         raise GoRegexError(err.message) from None
 
 
-def iter_matches(rx: re2._Regexp, s: str):
+def iter_matches(rx: re2._Regexp[str], s: str) -> Iterator[re2._Match[str]]:
     """Matches in Go's order: an empty match right after the previous match is skipped.
 
     re2's finditer encodes the text once and advances as Go does (one rune past an empty
@@ -77,7 +78,7 @@ def _parse_template(repl: str) -> tuple[str | int | tuple[str], ...]:
     return tuple(parts)
 
 
-def _expand(m: re2._Match, parts: tuple[str | int | tuple[str], ...], names: dict[str, int]) -> str:
+def _expand(m: re2._Match[str], parts: tuple[str | int | tuple[str], ...], names: dict[str, int]) -> str:
     # The match's groups are read once: each re2 accessor call costs microseconds.
     values = (m.group(0), *m.groups())
     out: list[str] = []

@@ -108,7 +108,13 @@ ZERO_TIME = GoTime(days_from_civil(1, 1, 1) * 86400 * _NS, UTC)
 _ZONE_CODES = ("-070000", "-07:00:00", "-0700", "-07:00", "-07", "Z070000", "Z07:00:00", "Z0700", "Z07:00", "Z07")
 
 
-def _std_at(layout: str, i: int) -> tuple[object, int] | None:
+# A layout element's code: a std chunk ("2006", "Jan", "-07:00", ...) or a fraction
+# ("frac0" / "frac9", its digit count, the separator before it).
+StdCode = str | tuple[str, int, str]
+LayoutPart = str | tuple[str, StdCode]  # literal text, or ("std", code)
+
+
+def _std_at(layout: str, i: int) -> tuple[StdCode, int] | None:
     """The layout element starting at i (Go's nextStdChunk rules) and its end."""
     c, rest = layout[i], layout[i:]
     if c == "J" and rest.startswith("Jan"):
@@ -152,10 +158,11 @@ def _std_at(layout: str, i: int) -> tuple[object, int] | None:
 
 
 @lru_cache(maxsize=256)
-def compile_layout(layout: str) -> tuple[object, ...]:
+def compile_layout(layout: str) -> tuple[LayoutPart, ...]:
     """Split a layout into literal strings and element codes."""
-    parts: list[object] = []
-    lit, i = [], 0
+    parts: list[LayoutPart] = []
+    lit: list[str] = []
+    i = 0
     while i < len(layout):
         found = _std_at(layout, i)
         if found is None:
@@ -345,7 +352,7 @@ def _parse_date_elem(code: str, value: str, p: _Parsed) -> str:
     return value
 
 
-def _parse_clock_elem(code: object, value: str, p: _Parsed, frac_next: bool) -> str:
+def _parse_clock_elem(code: StdCode, value: str, p: _Parsed, frac_next: bool) -> str:
     if isinstance(code, tuple):
         if code[0] == "frac0":
             p.ns, value = _frac(value, code[1])
@@ -373,7 +380,7 @@ def _parse_clock_elem(code: object, value: str, p: _Parsed, frac_next: bool) -> 
             raise _Bad
         p.zone_name, value = m.group(), value[m.end() :]
     else:
-        p.offset, value = _parse_offset(code, value)  # type: ignore[arg-type]
+        p.offset, value = _parse_offset(code, value)
     return value
 
 
@@ -388,7 +395,7 @@ def parse_time(layout: str, value: str, loc: Zone) -> GoTime:
         for idx, part in enumerate(parts):
             if isinstance(part, str):
                 value = _skip(value, part)
-            elif part[1] in _DATE_CODES:
+            elif isinstance(part[1], str) and part[1] in _DATE_CODES:
                 value = _parse_date_elem(part[1], value, p)
             else:
                 nxt = parts[idx + 1] if idx + 1 < len(parts) else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -125,7 +126,7 @@ Node = (
 )
 
 
-def walk(nodes: tuple[Node, ...] | list[Node]):
+def walk(nodes: tuple[Node, ...] | list[Node]) -> Iterator[Node]:
     """Yield every node of a tree, depth first."""
     stack: list[Node] = list(reversed(nodes))
     while stack:

@@ -99,7 +99,7 @@ class _Parser:
             nodes.append(node)
         raise self.fail("unexpected EOF")
 
-    def text_or_action(self) -> object:
+    def text_or_action(self) -> n.Node | _End | _Else:
         tok = self.next()
         if tok.kind == "text":
             return n.Text(tok.val)
@@ -107,7 +107,7 @@ class _Parser:
             return self.action()
         raise self.fail(f"unexpected {_describe(tok)} in input", tok)
 
-    def action(self) -> object:
+    def action(self) -> n.Node | _End | _Else:
         tok = self.peek()
         if tok.kind == "keyword":
             self.next()

@@ -105,7 +105,7 @@ def format_v(v: object) -> str:
     if t is bool:
         return "true" if v else "false"
     if t is int or t is GoInt64:
-        return int.__repr__(v)  # type: ignore[arg-type]
+        return int.__repr__(v)
     if t is float:
         return format_float_shortest(v)  # type: ignore[arg-type]
     if v is None:
