@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from tests.fuzz.route_requests import Tally, gateway_routes, httpx_args, random_request
+from tests.fuzz.route_requests import RouteSpec, Tally, gateway_routes, httpx_args, random_request
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -42,6 +42,28 @@ def loopback_only(url: str) -> str:
 # the service without its ingester, so every later push answers 503 by design. A long run against
 # a live service leaves them out unless asked (--with-shutdown); the in-process fuzz covers them.
 STOPPING_ROUTES = ("/ingester/shutdown", "/ingester/flush_shutdown")
+# The ring pages' POST forgets a member (`forget=ingester-0` is among the fuzzed values): forgetting
+# the only, live ingester leaves pushes 503 "empty ring" until its next heartbeat joins it again, as
+# the reference's forget does. Their GET is still fuzzed; the POST only with --with-shutdown.
+RING_PAGE_SUFFIX = "/ring"
+
+
+def live_routes(routes: list[RouteSpec], with_shutdown: bool = False) -> list[RouteSpec]:
+    """The routes a long run sends to a live service: all of them with `with_shutdown`, else
+    without the ones that stop a component or take it out of its ring."""
+    if with_shutdown:
+        return list(routes)
+    kept = []
+    for route in routes:
+        if route.path in STOPPING_ROUTES:
+            continue
+        if route.path.endswith(RING_PAGE_SUFFIX):
+            methods = tuple(m for m in route.methods if m != "POST")
+            if not methods:
+                continue
+            route = RouteSpec(methods, route.path)
+        kept.append(route)
+    return kept
 
 
 async def run(
@@ -55,7 +77,7 @@ async def run(
     progress_every: int,
     with_shutdown: bool = False,
 ) -> Tally:
-    routes = [r for r in gateway_routes() if with_shutdown or r.path not in STOPPING_ROUTES]
+    routes = live_routes(gateway_routes(), with_shutdown)
     tally = Tally(slow_s=slow_s)
     deadline = time.monotonic() + seconds
     issued = 0
@@ -99,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--with-shutdown",
         action="store_true",
-        help=f"also call {', '.join(STOPPING_ROUTES)} (the service then has no ingester)",
+        help=f"also call {', '.join(STOPPING_ROUTES)} and the ring pages' forget (the service may lose its ingester)",
     )
     args = parser.parse_args(argv)
     url = loopback_only(args.url)
