@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from svclog.frontend.results_cache import CacheCounters, ResultsCache
 from svclog.gocompat.durations import format_go_duration
+from svclog.logql import ast
 from svclog.logql.engine.json_codec import result_to_json
 from svclog.logql.rewrite.plan import Plan, plan_query
 from svclog.logql.source import SourceStats
@@ -50,18 +51,38 @@ class QueryFrontend:
         self.results_cache = results_cache
         self.deletes_digest = deletes_digest
 
-    def plan(self, request: RangeRequest) -> Plan:
+    def plan(self, request: RangeRequest, busy: int = 0) -> Plan:
+        """The query's sub-queries; `busy` is how many other queries this frontend runs now."""
         self._check_length(request)
         expr, params = prepare_query(request, self.settings.max_entries_limit_per_query)
-        # instant queries evaluate one point: splitting them buys nothing
-        split = 0 if request.instant else self.settings.split_queries_by_interval
         return plan_query(
             expr,
             params,
-            split_interval_ns=split,
-            shards=self.settings.shards,
+            split_interval_ns=self._split_interval(request),
+            shards=self._shards(expr, busy),
             max_series=self.settings.max_query_series,
         )
+
+    def _split_interval(self, request: RangeRequest) -> int:
+        """Time pieces pay for the results cache (aligned pieces are reused) and for ranges longer
+        than an interval (parallel work). A range within one interval that crosses a boundary would
+        only become two half pieces: the shards already give its parallelism, and each sub-query
+        costs a scheduler round trip and a select of its own. Instant queries evaluate one point."""
+        interval = self.settings.split_queries_by_interval
+        if request.instant:
+            return 0
+        if self.results_cache is None and request.end - request.start <= interval:
+            return 0
+        return interval
+
+    def _shards(self, expr: ast.Expr, busy: int) -> int:
+        """Shards only as wide as the queriers left idle by the other queries in flight: on busy
+        queriers a shard adds a sub-query's fixed cost and no parallelism. A limited log query is
+        not sharded: each shard would read `limit` entries of its own, while one querier reads in
+        the query's direction and stops once the limit is certain."""
+        if ast.is_log_query(expr):
+            return 1
+        return max(1, self.settings.shards - busy)
 
     def _check_length(self, request: RangeRequest) -> None:
         limit = self.settings.max_query_length

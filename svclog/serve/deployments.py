@@ -101,6 +101,7 @@ class HostedFrontend:
         # looked up on first use: in the scalable modes the read group may start before the backend group
         self.scheduler = SchedulerClient(SCHEDULER_NAME)
         self.cfg = cfg
+        self._in_flight = 0  # queries this replica runs now: the planner shards only onto idle queriers
         self.frontend = QueryFrontend(
             FrontendSettings(
                 split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
@@ -182,10 +183,15 @@ class HostedFrontend:
 
     async def query(self, tenants, request, actor_path=()):
         limits = self.limits(tenants)  # the deadline runs from the query's arrival
+        self._in_flight += 1  # only the event loop's thread counts: no lock
         try:
-            plan = self.frontend.plan(request)
+            plan = self.frontend.plan(request, busy=self._in_flight - 1)
             began = time.perf_counter()
-            cached = await asyncio.to_thread(self.frontend.lookup, tenants, plan)
+            cached = (
+                await asyncio.to_thread(self.frontend.lookup, tenants, plan)
+                if self.frontend.results_cache is not None
+                else self.frontend.lookup(tenants, plan)  # nothing to look up: no thread hop
+            )
             todo = [i for i in range(len(plan.subqueries)) if i not in cached.hits]
             answers = (
                 await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo], limits)
@@ -208,6 +214,8 @@ class HostedFrontend:
             if reply is None:
                 raise
             return reply
+        finally:
+            self._in_flight -= 1
 
     async def metadata(self, method: str, tenants, *args):
         """Series, labels, label values, index stats and volume under the same deadline as a query
