@@ -283,7 +283,7 @@ class RayAdmin:
             "index-gateway": self.cfg.index_gateway.ring,
         }
         ring = rings.get(kind, self.cfg.common.ring)
-        return int(getattr(ring, "heartbeat_timeout", self.cfg.common.ring.heartbeat_timeout))
+        return int(ring.heartbeat_timeout)
 
     async def forget(self, kind: str, member_id: str) -> bool:
         if kind == "ingester":

@@ -143,15 +143,17 @@ class HostedFrontend:
                     await self._scheduler_lost(outage, deadline)
 
         tickets = await enqueue([(*item, limits) for item in items])
-        live = list(tickets)  # the ticket each item waits on now (None: lost with a scheduler)
+        live: list[int | None] = list(tickets)  # the ticket each item waits on now (None: lost with a scheduler)
 
         async def one(i, item):
             while True:
                 wait = deadline - time.time()
                 if wait <= 0:
                     raise timeout_error(limits.timeout_ns)
+                ticket = live[i]
+                assert ticket is not None  # set again (re-queued) before the loop comes back
                 try:
-                    return await self.scheduler.result(live[i], wait)
+                    return await self.scheduler.result(ticket, wait)
                 except AnswerLost:  # its scheduler restarted, or its querier died after answering
                     live[i] = None
                 except ActorUnavailable:
@@ -308,17 +310,15 @@ class Gateway:
 
 # Serve autoscaling (requests in flight per replica drive the replica count). One replica each is
 # what a 2-core single node has room for; joining a cluster (`ray.address` set) lets replicas grow
-# and Ray's autoscaler add nodes for them. `ray.serve_min_replicas` / `ray.serve_max_replicas`
-# override both defaults once the config declares them.
+# and Ray's autoscaler add nodes for them.
 LOCAL_MAX_REPLICAS = 1
 CLUSTER_MAX_REPLICAS = 8
 
 
 def autoscaling_config(cfg: Config, max_ongoing_requests: int) -> dict:
     """Serve `autoscaling_config` of one deployment: min 1, max by deployment mode, target 1/4 of capacity."""
-    default_max = CLUSTER_MAX_REPLICAS if cfg.ray.address else LOCAL_MAX_REPLICAS
-    min_replicas = max(1, int(getattr(cfg.ray, "serve_min_replicas", None) or 1))
-    max_replicas = max(min_replicas, int(getattr(cfg.ray, "serve_max_replicas", None) or default_max))
+    min_replicas = 1
+    max_replicas = CLUSTER_MAX_REPLICAS if cfg.ray.address else LOCAL_MAX_REPLICAS
     return {
         "min_replicas": min_replicas,
         "initial_replicas": min_replicas,
@@ -343,15 +343,15 @@ GATEWAY_MAX_ONGOING = 128  # requests in flight per gateway replica (pushes and 
 # A stop (Ctrl-C, SIGTERM, scale-down) waits this long for requests in flight: Serve's defaults
 # (20 s, polled every 2 s) made every clean stop take ~30 s while pushes are durable on ack
 # (WAL) and clients retry what a stop cut short.
-SHUTDOWN = {"graceful_shutdown_timeout_s": 3.0, "graceful_shutdown_wait_loop_s": 0.25}
+SHUTDOWN: dict[str, Any] = {"graceful_shutdown_timeout_s": 3.0, "graceful_shutdown_wait_loop_s": 0.25}
 
 
 def build_application(cfg: Config, num_queriers: int, starting: bool = False):
     """The bound Serve application: the gateway, hosting the distributor and the query frontend
     when the targets run them. `starting`: deployed before its components are up (it answers 503
     until they are)."""
+    # serve.deployment(**options)(cls): Ray's overloads type the (cls, **options) form as the decorator
     gateway = serve.deployment(
-        Gateway,
         name="gateway",
         ray_actor_options={"num_cpus": cfg.ray.serve_num_cpus},
         max_ongoing_requests=GATEWAY_MAX_ONGOING,
@@ -360,5 +360,5 @@ def build_application(cfg: Config, num_queriers: int, starting: bool = False):
         # proxy) cost ~7% of the replica's CPU on the push path
         logging_config={"log_level": "WARNING", "enable_access_log": False},
         **scaling(cfg, GATEWAY_MAX_ONGOING),
-    )
+    )(Gateway)
     return gateway.bind(cfg, num_queriers, starting)

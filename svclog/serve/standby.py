@@ -82,8 +82,8 @@ def standby_application(state: str) -> Any:
     class Standby:
         pass
 
+    # serve.deployment(**options)(cls): Ray's overloads type the (cls, **options) form as the decorator
     deployment = serve.deployment(
-        serve.ingress(asgi)(Standby),
         name=GATEWAY_DEPLOYMENT,
         num_replicas=1,
         # no CPU: it must never keep the real gateway from being scheduled on a small node;
@@ -91,5 +91,5 @@ def standby_application(state: str) -> Any:
         ray_actor_options={"num_cpus": 0},
         graceful_shutdown_timeout_s=1.0,
         graceful_shutdown_wait_loop_s=0.2,
-    )
+    )(serve.ingress(asgi)(Standby))
     return deployment.bind()
