@@ -11,6 +11,7 @@ Serves GET/POST /svc/api/v1/query_range, /svc/api/v1/query and
 /svc/api/v1/format_query (also under /loki/). X-Scope-OrgID may name several
 tenants (`a|b`); their streams then carry a `__tenant_id__` label.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -90,8 +91,7 @@ def load_dataset() -> dict[str, MemorySource]:
     for tenant, streams in dataset.build().items():
         source = MemorySource()
         for stream in streams:
-            source.add(stream["stream"], [(int(v[0]), v[1], v[2] if len(v) > 2 else None)
-                                          for v in stream["values"]])
+            source.add(stream["stream"], [(int(v[0]), v[1], v[2] if len(v) > 2 else None) for v in stream["values"]])
         out[tenant] = source
     return out
 
@@ -121,7 +121,7 @@ class Handler(BaseHTTPRequestHandler):
         path = urllib.parse.urlsplit(self.path).path
         for prefix in ("/loki/", "/svc/"):
             if path.startswith(prefix):
-                path = "/" + path[len(prefix):]
+                path = "/" + path[len(prefix) :]
         args = dict(urllib.parse.parse_qsl(raw, keep_blank_values=True))
         try:
             if path == "/api/v1/query_range":
