@@ -6,8 +6,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from svclog.config.limits import LimitsConfig
 from svclog.distributor.level_detection import LevelSettings, detect_levels
 from svclog.distributor.quorum import quorum_size
 from svclog.distributor.ratelimit import RateLimiter
@@ -90,7 +91,7 @@ class AcceptedCounts:
 ACCEPTED = AcceptedCounts()  # this process's distributors (one per gateway replica)
 
 
-def validation_limits(limits: Any) -> ValidationLimits:
+def validation_limits(limits: LimitsConfig) -> ValidationLimits:
     return ValidationLimits(
         max_line_size=limits.max_line_size,
         max_line_size_truncate=limits.max_line_size_truncate,
@@ -112,7 +113,7 @@ class Distributor:
         *,
         ring: Callable[[], Ring],
         pusher: Pusher,
-        limits_for: Callable[[str], Any],
+        limits_for: Callable[[str], LimitsConfig],
         replication_factor: int,
         tee: Callable[[str, list[StreamColumns]], None] | None = None,
         distributors: Callable[[], int] | None = None,
@@ -182,22 +183,22 @@ class Distributor:
             raise ValidationError(prepared.report.message())
         return outcome
 
-    def ingestion_rate(self, limits: Any) -> float:
+    def ingestion_rate(self, limits: LimitsConfig) -> float:
         """This distributor's share of the tenant's rate (bytes/s): the whole limit with the `local`
         strategy, the limit over the distributor count with `global` (the reference's default);
         the burst is not divided, as in the reference."""
         rate: float = limits.ingestion_rate_mb * MB
-        if getattr(limits, "ingestion_rate_strategy", "global") == "global":
+        if limits.ingestion_rate_strategy == "global":
             rate /= max(1, self.distributors())
         return rate
 
-    def _check_blocked(self, limits: Any) -> None:
-        until = getattr(limits, "block_ingestion_until", None)
+    def _check_blocked(self, limits: LimitsConfig) -> None:
+        until = limits.block_ingestion_until
         if not until:
             return
         until_ns = until if isinstance(until, int) else parse_timestamp(str(until), 0)
         if time.time_ns() < until_ns:
-            status = int(getattr(limits, "block_ingestion_status_code", 260))
+            status = int(limits.block_ingestion_status_code)
             message = (
                 ""
                 if status == 200

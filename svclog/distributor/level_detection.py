@@ -27,13 +27,12 @@ import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from svclog.config.limits import DEFAULT_LOG_LEVEL_FIELDS
+from svclog.config.limits import DEFAULT_LOG_LEVEL_FIELDS, LimitsConfig
 from svclog.logql.stages import json_scan
 from svclog.model import StreamColumns
 
@@ -77,12 +76,12 @@ class LevelSettings:
     json_max_depth: int
 
     @classmethod
-    def from_limits(cls, limits: Any) -> LevelSettings | None:
+    def from_limits(cls, limits: LimitsConfig) -> LevelSettings | None:
         """The tenant's settings, None when discovery is off (it needs structured metadata too)."""
-        if not (getattr(limits, "discover_log_levels", False) and getattr(limits, "allow_structured_metadata", False)):
+        if not (limits.discover_log_levels and limits.allow_structured_metadata):
             return None
-        fields = tuple(getattr(limits, "log_level_fields", ()) or ()) or DEFAULT_LOG_LEVEL_FIELDS
-        return cls(fields, int(getattr(limits, "log_level_from_json_max_depth", 2)))
+        fields = tuple(limits.log_level_fields or ()) or DEFAULT_LOG_LEVEL_FIELDS
+        return cls(fields, int(limits.log_level_from_json_max_depth))
 
 
 def normalize(value: str) -> str:

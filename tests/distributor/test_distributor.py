@@ -27,6 +27,8 @@ def _limits(**overrides):
         ingestion_burst_size_mb=6.0,
         block_ingestion_until=None,
         block_ingestion_status_code=260,
+        ingestion_rate_strategy="global",
+        discover_log_levels=False,
     )
     base.update(overrides)
     return SimpleNamespace(**base)

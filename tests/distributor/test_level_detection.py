@@ -235,6 +235,7 @@ def _limits(**overrides):
         "ingestion_burst_size_mb": 6.0,
         "block_ingestion_until": None,
         "block_ingestion_status_code": 260,
+        "ingestion_rate_strategy": "global",
         "discover_log_levels": True,
         "log_level_fields": list(DEFAULT_LOG_LEVEL_FIELDS),
         "log_level_from_json_max_depth": 2,

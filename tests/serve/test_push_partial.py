@@ -35,6 +35,8 @@ LIMITS = SimpleNamespace(
     ingestion_rate_mb=100.0,
     ingestion_burst_size_mb=100.0,
     block_ingestion_until=None,
+    ingestion_rate_strategy="global",
+    discover_log_levels=False,
 )
 
 
