@@ -3,12 +3,15 @@ user's session makes them, over real HTTP against the shared service."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
+from urllib.parse import urlencode
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
 
 pytestmark = pytest.mark.ray
 TENANT = "e2e-grafana"
@@ -131,3 +134,71 @@ def test_logcli_detected_fields_call(svc, pushed):
     fields = {f["label"]: f for f in resp.json()["fields"]}
     assert fields["status"]["type"] == "int" and fields["status"]["parsers"] == ["logfmt"]
     assert fields["duration"]["type"] == "duration"
+
+
+def test_the_same_calls_under_svc_with_the_svc_header(svc, pushed):
+    window = {"start": pushed["start"], "end": pushed["end"]}
+    limits = _get(svc, "/svc/api/v1/drilldown-limits").json()
+    assert {"volume_enabled", "pattern_persistence_enabled", "discover_log_levels", "discover_service_name"} <= set(
+        limits["limits"]
+    )
+    assert {"log_level_fields", "max_query_length"} <= set(limits["limits"])
+    assert {"pattern_ingester_enabled", "version"} <= set(limits)
+    selector = f'{{service_name="checkout", run="{pushed["run"]}"}}'
+    labels = _get(svc, "/svc/api/v1/detected_labels", query=selector, **window).json()
+    assert "env" in {item["label"] for item in labels["detectedLabels"]}
+    fields = _get(svc, "/svc/api/v1/detected_fields", query=selector, **window).json()
+    assert "latency_ms" in {f["label"] for f in fields["fields"]}
+    values = _get(svc, "/svc/api/v1/detected_field/level/values", query=selector, **window).json()
+    assert sorted(values["values"]) == ["error", "info"]
+    logs = _get(
+        svc,
+        "/svc/api/v1/query_range",
+        query=selector,
+        limit="3",
+        **window,
+        headers={"X-Svc-Response-Encoding-Flags": "categorize-labels"},
+    ).json()["data"]
+    assert logs["encodingFlags"] == ["categorize-labels"]
+    assert all(len(v) == 3 and "parsed" not in v[2] for s in logs["result"] for v in s["values"])
+
+
+def test_live_tail_with_categorized_labels(svc, pushed):
+    """Explore's live tail asking for categorized labels: the replay and a live entry carry their
+    structured metadata and parsed labels apart from the stream labels, one stream per entry."""
+    query = f'{{service_name="checkout", run="{pushed["run"]}"}} | json'
+    url = svc.url.replace("http://", "ws://", 1) + "/loki/api/v1/tail?"
+    url += urlencode({"query": query, "start": pushed["start"], "limit": "3"})
+    stream_labels = {"service_name": "checkout", "env": "prod", "run": pushed["run"]}
+
+    async def session() -> tuple[dict, dict]:
+        headers = {"X-Scope-OrgID": TENANT, "X-Loki-Response-Encoding-Flags": "categorize-labels"}
+        async with connect(url, additional_headers=headers, open_timeout=60) as ws:
+            replay = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            line = json.dumps({"level": "warn", "latency_ms": 7, "user": {"id": "live"}})
+            body = {
+                "streams": [{"stream": stream_labels, "values": [[str(time.time_ns()), line, {"trace_id": "live"}]]}]
+            }
+            async with httpx.AsyncClient(timeout=30) as client:
+                resp = await client.post(
+                    svc.url + "/loki/api/v1/push",
+                    content=json.dumps(body),
+                    headers={"X-Scope-OrgID": TENANT, "Content-Type": "application/json"},
+                )
+                assert resp.status_code == 204, resp.text
+            live = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        return replay, live
+
+    replay, live = asyncio.run(session())
+    for message in (replay, live):
+        assert message["encodingFlags"] == ["categorize-labels"]
+        for stream in message["streams"]:
+            assert stream["stream"] == stream_labels  # neither metadata nor parsed labels
+            assert len(stream["values"]) == 1
+    assert len(replay["streams"]) == 3
+    assert all(s["values"][0][2]["structuredMetadata"]["trace_id"].startswith("t") for s in replay["streams"])
+    (entry,) = [s["values"][0] for s in live["streams"]]
+    assert entry[2] == {
+        "structuredMetadata": {"trace_id": "live"},
+        "parsed": {"latency_ms": "7", "level": "warn", "user_id": "live"},
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from types import SimpleNamespace
 
 from svclog.ingester.tail import DroppedEntry, TailEntry
@@ -84,3 +85,78 @@ def test_categorized_tail_replays_a_categorized_query():
     assert encode(replayed, [])["streams"][0]["values"][0][1:] == ["hi", {"parsed": {"k": "v"}}]
     asyncio.run(TailSession(request, pool, query).replay())
     assert asked[-1] == ()
+
+
+def test_a_live_categorized_tail_from_an_ingester_registry():
+    """The live path without Ray: an ingester's TailRegistry behind a client that pickles every
+    answer (as a Ray call does), a TailSession following it, the frame the socket would send."""
+    import pickle
+
+    from svclog.ingester.tail import TailRegistry
+    from svclog.model import StreamColumns
+
+    registry = TailRegistry()
+
+    class Client:  # the shape of svclog.actors.clients.IngesterTail
+        async def subscribe(self, tenant, query, sub_id):
+            registry.subscribe(tenant, query, sub_id)
+
+        async def poll(self, sub_id, max_wait_s):
+            answer = await asyncio.to_thread(registry.poll, sub_id, min(max_wait_s, 0.2))  # a remote call
+            return pickle.loads(pickle.dumps(answer))
+
+        async def touch(self, sub_id):
+            return registry.touch(sub_id)
+
+        async def close(self, sub_id):
+            registry.close(sub_id)
+
+    member = SimpleNamespace(address="i0")
+    ring = SimpleNamespace(healthy_members=lambda: [member], members={"i0": member})
+    pool = SimpleNamespace(ring=SimpleNamespace(get=lambda: ring), tail=lambda address: Client())
+
+    async def no_replay(tenants, request):
+        return {"result": []}
+
+    class Socket:
+        def __init__(self):
+            self.sent: list[str] = []
+
+        async def send_text(self, text):
+            self.sent.append(text)
+
+    async def run(query: str, headers: dict) -> dict:
+        encode, categorize = tail_encoding("/svc/api/v1/tail", headers)
+        session = TailSession(TailRequest("t1", query, 0, 10, 1), pool, no_replay, encode, categorize)
+        await session.start()
+        metadata = [[("trace", "t")], None]
+        registry.offer("t1", [StreamColumns(APP, [5, 6], ["k=v one", "k=w two"], metadata)])
+        socket = Socket()
+        sender = asyncio.ensure_future(session.send_loop(socket))
+        for _ in range(100):
+            if socket.sent:
+                break
+            await asyncio.sleep(0.05)
+        sender.cancel()
+        await session.close()
+        return json.loads(socket.sent[0])
+
+    frame = asyncio.run(run('{app="a"} | logfmt', CATEGORIZE))
+    assert frame == {
+        "streams": [
+            {
+                "stream": {"app": "a"},
+                "values": [["5", "k=v one", {"structuredMetadata": {"trace": "t"}, "parsed": {"k": "v"}}]],
+            },
+            {"stream": {"app": "a"}, "values": [["6", "k=w two", {"parsed": {"k": "w"}}]]},
+        ],
+        "encodingFlags": ["categorize-labels"],
+    }
+    # a plain tail without stages: the stream's own labels, as the reference's ingester sends them
+    frame = asyncio.run(run('{app="a"}', {}))
+    assert frame == {
+        "streams": [
+            {"stream": {"app": "a"}, "values": [["5", "k=v one"]]},
+            {"stream": {"app": "a"}, "values": [["6", "k=w two"]]},
+        ]
+    }
