@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 
@@ -60,10 +61,17 @@ def serve_main(args: list[str]) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     topology.stop(handles, cfg)
+    import ray
     from ray import serve
 
     serve.shutdown()  # also stops Serve's HAProxy, which would otherwise keep the port
-    return 0
+    ray.shutdown()  # a local cluster's GCS and raylet go with it
+    # Everything is stopped, flushed and shut down: leave without the interpreter's finalisation,
+    # which spent 3-4 s in Ray's native teardown after ray.shutdown had returned (measured).
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 class StopRequested(Exception):

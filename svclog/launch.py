@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 from typing import Any
 
@@ -14,7 +15,7 @@ from ray import serve
 from svclog import targets
 from svclog.actors.backend_host import HostedPart, RemoteBackendHost
 from svclog.actors.compactor_actor import CompactorActor, RemoteCompactor
-from svclog.actors.head import lean_local_head
+from svclog.actors.head import NO_FALLBACK_PROXY, SERVE_CONTROLLER_CALLBACK, lean_local_head, serve_controller_created
 from svclog.actors.indexgateway_actor import RemoteIndexGateway
 from svclog.actors.ingester_actor import RemoteIngester
 from svclog.actors.options import (
@@ -70,6 +71,8 @@ def connect(cfg: Config) -> None:
             os.environ.setdefault("RAY_SERVE_FALLBACK_PROXY_GRPC_PORT", str(_free_port()))
             # HAProxy shares the port with the start's PortHolder (svclog/serve/port_holder.py)
             os.environ.setdefault("SERVE_SOCKET_REUSE_PORT_ENABLED", "1")
+            # and needs no fallback proxy behind it: one Ray worker less (svclog/actors/head.py)
+            os.environ.setdefault(SERVE_CONTROLLER_CALLBACK, NO_FALLBACK_PROXY)
     # Serve replicas run our handlers on their own event loop, so a WebSocket send awaits the
     # HTTP server's flow control; on the default separate user thread every send lands in an
     # unbounded queue and a tail client that stops reading grows the gateway without limit.
@@ -77,9 +80,11 @@ def connect(cfg: Config) -> None:
     address = cfg.ray.address or None
     if address is None:
         # A replica behind HAProxy stays reachable this long after it is told to stop, for load
-        # balancers to deregister it (Serve's default 30 s made every Ctrl-C take 30 s); on one
-        # node our own HAProxy is reconfigured at once. Pushes are durable on ack (WAL).
-        os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "1")
+        # balancers to deregister it (Serve's default 30 s made every Ctrl-C take 30 s). On one node
+        # there is none but our own HAProxy, which retries a refused connection, and a stop has put
+        # the gateway in standby first: it closes its listener at once and still finishes the
+        # requests it has (the 1 s used before was a second of every Ctrl-C). Pushes are durable on ack (WAL).
+        os.environ.setdefault("RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S", "0")
     kwargs: dict[str, Any] = {
         "namespace": NAMESPACE,
         "include_dashboard": bool(cfg.ray.dashboard),
@@ -113,6 +118,11 @@ def start(cfg: Config) -> dict:
     """
     holder = hold_port(cfg)  # 503 + Retry-After from the first moment, before Ray starts
     connect(cfg)
+    # Serve's controller, its HTTP entry and the gateway replica are the start's longest chain (each a
+    # fresh Ray worker, one after the other). With the port held, the controller is asked for first,
+    # in the background, and the gateway is deployed as soon as the controller runs, so the replica
+    # boots beside Serve's HTTP entry instead of after it.
+    http = BackgroundCall(start_http_entry, cfg) if holder is not None and single_gateway(cfg) else None
     wanted = targets.components(cfg.targets())
     name, prefix = targets.app_name_and_prefix(cfg.targets())
     ingesters, queriers, backends = [], [], []
@@ -143,13 +153,17 @@ def start(cfg: Config) -> dict:
     # are registered when created, so whoever looks one up by name waits for it, never misses it.
     if holder is None:
         open_http(cfg, name, prefix)
-    else:  # the holder answers 503 until the gateway is routed: no standby replica to start
+    elif http is None:  # the holder answers 503 until the gateway is routed: no standby replica to start
         start_http(cfg)
+    else:
+        wait_for_serve_controller(http)
     num_queriers = max(1, cfg.ray.num_queriers)
     overlap = single_gateway(cfg)
     if overlap:  # the gateway starts beside the actors too, answering 503 until they all run
         mark_started(False)
         serve.run(build_application(cfg, num_queriers, starting=True), name=name, route_prefix=prefix, blocking=False)
+        if http is not None:
+            http.join()  # Serve's HTTP entry is up (or its error is raised here)
         hand_over_port(holder)
     ray.get([actor.ready.remote() for actor in (ring, *ingesters, *queriers, *backends)])
     if not overlap:  # replicas elsewhere: deployed in place of the standby once everything runs
@@ -249,6 +263,55 @@ def open_http(cfg: Config, name: str, prefix: str) -> None:
     opening and the route, Serve's entry answers 404."""
     start_http(cfg)
     serve.run(standby_application("starting"), name=name, route_prefix=prefix, blocking=False)
+
+
+class BackgroundCall:
+    """`fn(*args)` on a thread of its own; `join` waits for it and raises what it raised."""
+
+    def __init__(self, fn, *args):
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(fn, *args), name=f"svclog-{fn.__name__}", daemon=True)
+        self.thread.start()
+
+    def _run(self, fn, *args) -> None:
+        try:
+            fn(*args)
+        except BaseException as err:  # noqa: BLE001 - handed to whoever joins
+            self.error = err
+
+    def done(self) -> bool:
+        return not self.thread.is_alive()
+
+    def join(self) -> None:
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+
+CONTROLLER_POLL_S = 0.05
+
+
+def wait_for_serve_controller(http: BackgroundCall) -> None:
+    """Until the background `serve.start` has created Serve's controller (a named actor): a `serve.run`
+    before that would create a second one. A failed start is raised here."""
+    while not http.done():
+        if serve_controller_created():
+            return
+        time.sleep(CONTROLLER_POLL_S)
+    http.join()
+
+
+def start_http_entry(cfg: Config) -> None:
+    """`start_http` for a start whose port is held: Serve's controller kills and restarts an HTTP entry
+    that is slow to boot (seen on a 2-core machine at load 40-60), which `serve.start` reports as the
+    actor's death; the controller brings up a new one, and `hand_over_port` waits for it to route."""
+    try:
+        start_http(cfg)
+    except ray.exceptions.ActorDiedError as err:
+        log.warning(
+            "start: Serve restarted its HTTP entry while starting (%s); waiting for the new one",
+            str(err).splitlines()[0] if str(err) else type(err).__name__,
+        )
 
 
 def start_http(cfg: Config) -> None:

@@ -40,3 +40,40 @@ def test_ruler_ring_only_where_more_than_one_ruler_can_run():
     assert not needs_ruler_ring(load_config(None, []))  # -target=all, one ruler: it owns every group
     assert needs_ruler_ring(load_config(None, ["-ray.num-rulers=2"]))
     assert needs_ruler_ring(load_config(None, ["-target=backend"]))
+
+
+def test_serve_controller_hook_leaves_out_the_fallback_proxy(monkeypatch):
+    from ray.serve._private.proxy_state import ProxyStateManager
+    from ray.serve._private.utils import import_attr
+
+    from svclog.actors import head
+
+    # the import path a local start hands Serve's controller names the hook itself
+    assert import_attr(head.NO_FALLBACK_PROXY) is head.no_fallback_proxy
+    monkeypatch.setattr(
+        ProxyStateManager, "_start_fallback_proxy_if_needed", ProxyStateManager._start_fallback_proxy_if_needed
+    )
+    started = []
+    monkeypatch.setattr(ProxyStateManager, "_start_proxy", lambda self, **kwargs: started.append(kwargs))
+    manager = object.__new__(ProxyStateManager)  # just the state the method reads: a head node, HAProxy on
+    manager._head_node_id, manager._running_native_proxies, manager._fallback_proxy_state = "head", True, None
+    head.no_fallback_proxy()
+    manager._start_fallback_proxy_if_needed("head", "127.0.0.1", "instance")
+    assert started == [] and manager._fallback_proxy_state is None
+
+
+def test_background_serve_start_hands_its_error_to_the_start():
+    import pytest
+
+    from svclog.launch import BackgroundCall, wait_for_serve_controller
+
+    def failing_start():
+        raise OSError("port in use")
+
+    call = BackgroundCall(failing_start)
+    call.thread.join()  # finished before the wait looks for a controller (no Ray here)
+    with pytest.raises(OSError, match="port in use"):
+        wait_for_serve_controller(call)  # the start fails there instead of polling for a controller forever
+    done = BackgroundCall(lambda: None)
+    done.join()
+    assert done.done() and done.error is None

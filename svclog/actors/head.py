@@ -49,3 +49,45 @@ def lean_local_head(keep_dashboard: bool) -> Iterator[None]:
     finally:
         parameter_module.RayParams.__init__ = params_init
         node_module.Node.start_api_server = start_api_server
+
+
+# Read by Serve's controller when it starts (Ray Serve's controller-callback hook): a local start
+# sets it to `no_fallback_proxy` below. The controller inherits the driver's environment there.
+SERVE_CONTROLLER_CALLBACK = "RAY_SERVE_CONTROLLER_CALLBACK_IMPORT_PATH"
+NO_FALLBACK_PROXY = "svclog.actors.head.no_fallback_proxy"
+
+
+def no_fallback_proxy() -> None:
+    """Serve's controller callback for a local start: no fallback proxy beside HAProxy.
+
+    With HAProxy, Serve also starts a Python proxy on the head as HAProxy's backup server for a
+    route with no replica up (scaling from zero). A local start has one gateway replica that never
+    scales to zero, and its port is held by svclog's PortHolder until HAProxy lists the replica, so
+    the backup is never used; it cost one Ray worker (~160 MB RSS) and its boot during
+    `serve.start`. Without it HAProxy answers 503 itself if the replica is ever down. If a Ray
+    release renames what this touches, the fallback proxy starts as before (logged)."""
+    try:
+        from ray.serve._private.proxy_state import ProxyStateManager
+
+        original = ProxyStateManager._start_fallback_proxy_if_needed
+    except (ImportError, AttributeError) as err:
+        log.warning("svclog: Serve's fallback proxy cannot be left out on this Ray release (%s)", err)
+        return
+
+    def skip(self, *_args, **_kwargs) -> None:
+        return None
+
+    skip.__wrapped__ = original  # type: ignore[attr-defined]
+    ProxyStateManager._start_fallback_proxy_if_needed = skip
+
+
+def serve_controller_created() -> bool:
+    """Has Serve's controller (a named actor) been created in this cluster?"""
+    import ray
+    from ray.serve._private.constants import SERVE_CONTROLLER_NAME, SERVE_NAMESPACE
+
+    try:
+        ray.get_actor(SERVE_CONTROLLER_NAME, namespace=SERVE_NAMESPACE)
+    except ValueError:
+        return False
+    return True

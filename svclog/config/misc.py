@@ -76,7 +76,10 @@ class RayConfig:
     address: str | None = None  # None = start a local Ray; "auto" or host:port joins a cluster
     namespace: str = "svclog"
     num_ingesters: int | None = None  # None = max(1, common.replication_factor)
-    num_queriers: int = 2
+    # One querier process runs querier.max_concurrent sub-queries at once, as the reference's single
+    # binary does: a second process cost ~155 MB idle and measured no faster on 2 cores
+    # (docs/architecture.md, footprint). Clusters set their own (cluster.yaml).
+    num_queriers: int = 1
     # On a joined cluster the querier count follows the scheduler's load between num_queriers and
     # max_queriers (0: fixed at num_queriers); svclog/actors/querier_scaler.py
     max_queriers: int = 0
