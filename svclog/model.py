@@ -465,3 +465,17 @@ class StreamColumns:
             [e.line for e in entries],
             metadata if any(m is not None for m in metadata) else None,
         )
+
+
+Span = tuple[int, int]  # [lo, hi] nanoseconds, both inclusive: the oldest and newest entry of some data
+
+
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """The spans sorted, overlapping ones joined (a tenant's chunks overlap a lot)."""
+    merged: list[Span] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged

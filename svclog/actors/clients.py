@@ -169,6 +169,10 @@ class IngesterPool:
                     best[row[0]] = row
         return list(best.values())
 
+    def data_spans(self, tenant: str) -> list[tuple[int, int]]:
+        """The time spans the tenant's entries occupy on any ingester (failures as for a select)."""
+        return [span for result in self._fan_out("data_spans", tenant) for span in result]
+
     def call_all(self, method: str, *args) -> list:
         return self._fan_out(method, *args, strict=True)
 

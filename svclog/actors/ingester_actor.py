@@ -117,6 +117,9 @@ class IngesterActor:
     def series(self, tenant, matchers, start, end):
         return self.ingester.series(tenant, matchers, start, end)
 
+    def data_spans(self, tenant):
+        return self.ingester.data_spans(tenant)
+
     def stream_stats(self, tenant, matchers, start, end):
         return self.ingester.stream_stats(tenant, matchers, start, end)
 

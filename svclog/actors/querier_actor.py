@@ -192,6 +192,10 @@ class QuerierActor:
             ),
         )
 
+    def data_spans(self, tenants, start: int, end: int, limits: QueryLimits | None = None):
+        """Where the tenants hold entries within [start, end]: the frontend sends no sub-query outside."""
+        return self._guarded(limits, lambda g: self.querier.data_spans(tenants, start, end))
+
     def label_names(self, tenants, start, end, query, limits: QueryLimits | None = None) -> list[str]:
         return self._guarded(limits, lambda g: self.querier.label_names(tenants, start, end, query, guard=g))
 

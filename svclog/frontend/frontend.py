@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from svclog.frontend.data_extent import empty_answer, plan_window, skippable
 from svclog.frontend.results_cache import CacheCounters, ResultsCache
 from svclog.gocompat.durations import format_go_duration
 from svclog.logql import ast
 from svclog.logql.engine.json_codec import result_to_json
 from svclog.logql.rewrite.plan import Plan, plan_query
 from svclog.logql.source import SourceStats
-from svclog.model import ValidationError, now_ns
+from svclog.model import Span, ValidationError, now_ns
 from svclog.querier.querier import PartialResult, prepare_query
 from svclog.querier.request import RangeRequest
 from svclog.querier.stats import build_stats, merge_source_stats
@@ -110,6 +111,26 @@ class QueryFrontend:
                 found.keys[i] = key
             else:
                 found.hits[i] = PartialResult(result, SourceStats())
+        return found
+
+    @staticmethod
+    def read_window(plan: Plan) -> Span | None:
+        """The window whose data spans decide which sub-queries need not be sent (None: none can)."""
+        return plan_window(plan.subqueries)
+
+    @staticmethod
+    def answered_without_data(plan: Plan, spans: Sequence[Span] | None) -> dict[int, PartialResult]:
+        """Sub-queries whose read window misses every span holding data (`spans`, from
+        `Querier.data_spans`; None: unknown), by index, each with the answer a querier gives
+        over no entries. A sub-query whose empty answer fails is left to the querier."""
+        found: dict[int, PartialResult] = {}
+        for i, sub in enumerate(plan.subqueries):
+            if not skippable(sub, spans):
+                continue
+            try:
+                found[i] = PartialResult(empty_answer(sub), SourceStats())
+            except Exception:  # noqa: BLE001 - its querier raises the same error (or proves it wrong)
+                continue
         return found
 
     def remember(self, lookup: CacheLookup, fresh: dict[int, PartialResult]) -> None:

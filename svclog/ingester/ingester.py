@@ -25,7 +25,7 @@ from svclog.ingester.stream_rate import StreamRateLimitError
 from svclog.ingester.tail import TailRegistry
 from svclog.ingester.wal import WAL
 from svclog.logql import ast
-from svclog.model import Labels, Matcher, StreamColumns, SvcError
+from svclog.model import Labels, Matcher, Span, StreamColumns, SvcError
 from svclog.storage.index import MIN_CHUNK_RETAIN_S
 
 log = logging.getLogger(__name__)
@@ -186,6 +186,12 @@ class Ingester:
         with self._lock:
             instance = self.tenants.get(tenant)
             return instance.stream_stats(matchers, start, end) if instance else []
+
+    def data_spans(self, tenant: str) -> list[Span]:
+        """[min, max] spans of the tenant's entries held here: the frontend skips sub-queries outside them."""
+        with self._lock:
+            instance = self.tenants.get(tenant)
+            return instance.data_spans() if instance else []
 
     def tenant_ids(self) -> list[str]:
         with self._lock:

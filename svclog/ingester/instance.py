@@ -15,7 +15,7 @@ from svclog.ingester.stream import MemoryStream, line_bytes
 from svclog.ingester.stream_rate import StreamRateLimitError, StreamRateLimits
 from svclog.logql import ast
 from svclog.logql.source import IngesterScan
-from svclog.model import Labels, LimitError, Matcher, SvcError, labels_match
+from svclog.model import Labels, LimitError, Matcher, Span, SvcError, labels_match, merge_spans
 
 
 class StreamLimitError(LimitError):
@@ -205,6 +205,10 @@ class TenantInstance:
                 size = sum(int(pc.sum(pc.binary_length(t.column("line"))).as_py() or 0) for t in tables)
                 out.append((stream.labels, lines, size, len(stream.sealed) + (1 if len(stream.head) else 0)))
         return out
+
+    def data_spans(self) -> list[Span]:
+        """The time spans the tenant's streams hold entries in here (what a select can read)."""
+        return merge_spans(span for stream in self.streams.values() for span in stream.spans())
 
     def series(self, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
         return [s.labels for s in self.matching(matchers) if s.tables(start, end)]

@@ -86,6 +86,13 @@ class MemoryStream:
             head = table if whole else _time_window(table, start, end, sorted_=False)
         return sealed, head
 
+    def spans(self) -> list[tuple[int, int]]:
+        """[min_ts, max_ts] of every part a select reads (head, sealed and retained chunks)."""
+        found = [(c.min_ts, c.max_ts) for c, _ in self.retained] + [(c.min_ts, c.max_ts) for c in self.sealed]
+        if len(self.head):
+            found.append((self.head.min_ts, self.head.max_ts))
+        return found
+
     def snapshot(self) -> list[pa.Table]:
         """The unflushed entries (what a WAL checkpoint keeps): retained chunks are in the store."""
         parts = [c.table for c in self.sealed]

@@ -14,7 +14,7 @@ from svclog.logql.engine.result import QueryResult
 from svclog.logql.parser import parse, parse_selector
 from svclog.logql.rewrite.subquery import ShardedSource, SubQuery
 from svclog.logql.source import SourceStats
-from svclog.model import Labels, Matcher, ValidationError
+from svclog.model import Labels, Matcher, Span, ValidationError, merge_spans
 from svclog.querier.request import RangeRequest
 from svclog.querier.source import DeleteFilters, IndexLookups, IngesterReader, StoreSource
 from svclog.querier.stats import build_stats
@@ -86,6 +86,21 @@ class Querier:
                 sub.expr, sub.params, shard_source, max_series=self.settings.max_query_series, guard=guard
             )
         return PartialResult(result, source.stats)
+
+    def data_spans(self, tenants: list[str], start: int, end: int) -> list[Span] | None:
+        """The time spans within [start, end] (inclusive) where the tenants hold entries: the
+        index's chunks and the ingesters' streams. None when the ingesters cannot tell."""
+        ingester_spans = getattr(self.ingesters, "data_spans", None)
+        if self.ingesters is not None and ingester_spans is None:
+            return None
+        spans: list[Span] = []
+        with listing_snapshot():
+            for tenant in tenants:
+                for refs in self.index.chunk_refs(tenant, (), start, end + 1).values():
+                    spans.extend((ref.min_ts, ref.max_ts) for ref in refs)
+                if ingester_spans is not None:
+                    spans.extend(ingester_spans(tenant))
+        return merge_spans(spans)
 
     # Metadata requests take the guard of their call: its deadline and cancellation stop them
     # between index lookups and chunks, as they stop a query.

@@ -194,7 +194,9 @@ class HostedFrontend:
                 if self.frontend.results_cache is not None
                 else self.frontend.lookup(tenants, plan)  # nothing to look up: no thread hop
             )
-            todo = [i for i in range(len(plan.subqueries)) if i not in cached.hits]
+            empty = await self._answered_without_data(tenants, plan, limits)
+            done = {**empty, **cached.hits}
+            todo = [i for i in range(len(plan.subqueries)) if i not in done]
             answers = (
                 await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo], limits)
                 if todo
@@ -202,7 +204,7 @@ class HostedFrontend:
             )
             fresh = dict(zip(todo, answers))
             self.frontend.remember(cached, fresh)
-            partials = [cached.hits[i] if i in cached.hits else fresh[i] for i in range(len(plan.subqueries))]
+            partials = [done[i] if i in done else fresh[i] for i in range(len(plan.subqueries))]
             queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
             counters = cached.counters if self.frontend.results_cache is not None else None
             # merging is CPU work: off the event loop, which also serves pushes
@@ -218,6 +220,24 @@ class HostedFrontend:
             return reply
         finally:
             self._in_flight -= 1
+
+    async def _answered_without_data(self, tenants, plan, limits: QueryLimits) -> dict:
+        """The plan's sub-queries that cannot find data, answered here: a long range splits into
+        hundreds of pieces, each costing a scheduler round trip and a select on every ingester
+        even when its hour is empty. One querier call tells where the tenants hold entries; when
+        it fails, every sub-query is sent."""
+        window = self.frontend.read_window(plan)
+        if window is None:
+            return {}
+        wait = QUERY_TIMEOUT_S if limits.deadline is None else max(0.0, limits.deadline - time.time())
+        try:
+            spans = await self.queriers.acall("data_spans", tenants, *window, timeout=wait, limits=limits)
+        except Exception as err:  # noqa: BLE001 - unknown extent: send everything
+            if limits.deadline is not None and time.time() >= limits.deadline:
+                raise
+            log.debug("data spans unknown, sending every sub-query: %s", err)
+            return {}
+        return await asyncio.to_thread(self.frontend.answered_without_data, plan, spans)
 
     async def metadata(self, method: str, tenants, *args):
         """Series, labels, label values, index stats and volume under the same deadline as a query

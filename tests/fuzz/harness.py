@@ -62,6 +62,9 @@ class LocalReplicas:
         found = [item for ing in self.ingesters for item in ing.select(tenant, matchers, start, end, shard)]
         return found, len(self.ingesters)
 
+    def data_spans(self, tenant):
+        return [span for ing in self.ingesters for span in ing.data_spans(tenant)]
+
     def series(self, tenant, matchers, start, end):
         return [s for ing in self.ingesters for s in ing.series(tenant, matchers, start, end)]
 

@@ -1,0 +1,78 @@
+"""The hosted frontend sends no sub-query whose time holds no data, and sends all when it cannot tell."""
+
+from __future__ import annotations
+
+import asyncio
+
+from svclog.config import default_config
+from svclog.frontend.frontend import FrontendSettings, QueryFrontend
+from svclog.logql.engine.memory_source import MemorySource
+from svclog.logql.rewrite.subquery import evaluate_subquery
+from svclog.querier.querier import PartialResult
+from svclog.querier.request import RangeRequest
+from svclog.querier.source import SourceStats
+from svclog.serve.deployments import HostedFrontend
+
+S = 1_000_000_000
+HOUR = 3600 * S
+T0 = 1_700_000_000 * S // HOUR * HOUR
+STAMPS = [T0 + 100 * HOUR + i * S for i in range(5)]
+
+
+class _Queriers:
+    def __init__(self, spans):
+        self.spans, self.asked = spans, []
+
+    async def acall(self, method, *args, **kwargs):
+        self.asked.append((method, args))
+        if isinstance(self.spans, Exception):
+            raise self.spans
+        return self.spans
+
+
+class _Frontend(HostedFrontend):
+    """The hosted frontend over an in-memory store: `_run` evaluates what it is sent (no Ray)."""
+
+    def __init__(self, spans):
+        self.cfg = default_config()
+        self._in_flight = 0
+        self.queriers = _Queriers(spans)
+        self.frontend = QueryFrontend(FrontendSettings())
+        self.source = MemorySource.from_dicts([({"app": "x"}, [(ts, f"line {ts}") for ts in STAMPS])])
+        self.sent = 0
+
+    async def _run(self, tenants, actor_path, items, limits):
+        self.sent += len(items)
+        return [PartialResult(evaluate_subquery(sub, self.source), SourceStats()) for _, sub in items]
+
+
+def _ask(frontend: _Frontend, query: str) -> dict:
+    request = RangeRequest(query, T0, T0 + 24 * 10 * HOUR, 300 * S, None, 100, "backward")
+    data = asyncio.run(frontend.query(["t"], request))
+    data.pop("stats")
+    return data
+
+
+def test_only_the_hours_with_data_are_sent_and_the_answer_is_the_same() -> None:
+    for query in ['{app="x"}', 'count_over_time({app="x"}[5m])', 'sum(rate({app="x"}[1h] offset 2h))']:
+        everything = _Frontend(None)  # the querier cannot tell: every piece is sent
+        skipping = _Frontend([(STAMPS[0], STAMPS[-1])])
+        assert _ask(skipping, query) == _ask(everything, query)
+        assert everything.sent >= 240
+        assert 1 <= skipping.sent <= 3, (query, skipping.sent)
+        assert skipping.queriers.asked[0][0] == "data_spans"
+
+
+def test_a_failed_extent_call_sends_everything() -> None:
+    frontend = _Frontend(RuntimeError("querier gone"))
+    full = _ask(_Frontend(None), 'count_over_time({app="x"}[5m])')
+    assert _ask(frontend, 'count_over_time({app="x"}[5m])') == full
+    assert frontend.sent >= 240
+
+
+def test_queries_that_answer_without_data_are_sent_whole() -> None:
+    for query in ['absent_over_time({app="x"}[5m])', 'count_over_time({app="x"}[5m]) or vector(0)']:
+        frontend = _Frontend([(STAMPS[0], STAMPS[-1])])
+        data = _ask(frontend, query)
+        assert frontend.sent >= 240 and not frontend.queriers.asked
+        assert data["result"]
