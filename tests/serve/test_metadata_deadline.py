@@ -7,21 +7,44 @@ import asyncio
 import dataclasses
 import time
 
+from svclog.actors.calls import acall_cancelling
 from svclog.config import default_config
 from svclog.serve.deployments import HostedFrontend
 from svclog.serve.errors import ErrorReply
 
 
+class _SlowMethod:
+    """An actor method whose `.remote()` answers after `delay_s` (a coroutine stands for the ref)."""
+
+    def __init__(self, name: str, delay_s: float, calls: list):
+        self.name, self.delay_s, self.calls = name, delay_s, calls
+
+    def remote(self, *args, **kwargs):
+        self.calls.append((self.name, args))
+
+        async def answer():
+            await asyncio.sleep(self.delay_s)
+            return {"method": self.name}
+
+        return answer()
+
+
+class _Queriers:
+    """The querier pool's call path (acall_cancelling) over slow stand-in methods (no Ray)."""
+
+    def __init__(self, delay_s: float, calls: list):
+        self.delay_s, self.calls = delay_s, calls
+
+    async def acall(self, method, *args, timeout, **kwargs):
+        return await acall_cancelling(_SlowMethod(method, self.delay_s, self.calls), *args, timeout=timeout, **kwargs)
+
+
 class _Frontend(HostedFrontend):
-    """The hosted frontend with a querier call that takes `delay_s` (no Ray)."""
+    """The hosted frontend with querier calls that take `delay_s` (no Ray)."""
 
     def __init__(self, cfg, delay_s: float):
-        self.cfg, self.delay_s, self.calls = cfg, delay_s, []
-
-    async def _call(self, method, *args):
-        self.calls.append((method, args))
-        await asyncio.sleep(self.delay_s)
-        return {"method": method}
+        self.cfg, self.calls = cfg, []
+        self.queriers = _Queriers(delay_s, self.calls)
 
 
 def _cfg(timeout_ns: int):
