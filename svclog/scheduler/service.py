@@ -87,6 +87,7 @@ class SchedulerStats:
     dequeued: int
     queue_seconds_total: float
     dispatched: dict[str, int] = field(default_factory=dict)  # querier id -> sub-queries handed to it
+    requeued: int = 0  # sub-queries queued again because their querier died or restarted
 
 
 @dataclass
@@ -123,6 +124,7 @@ class Scheduler(Generic[T]):
         self._tickets: dict[int, _Ticket[T]] = {}
         self._queriers: dict[str, _Querier] = {}
         self._dequeued = 0
+        self._requeued = 0
         self._queue_seconds_total = 0.0
         self._expired: list[int] = []
         self._forgotten: dict[str, str] = {}  # querier id -> incarnation of the forgotten process
@@ -289,6 +291,7 @@ class Scheduler(Generic[T]):
                 self.queue.requeue(ticket, entry.tenant, entry.path, entry.item)
                 requeued.append(ticket)
         querier.running.clear()
+        self._requeued += len(requeued)
         return Released(tuple(requeued), tuple(abandoned))
 
     def _unbind(self, ticket: int, entry: _Ticket[T]) -> None:
@@ -314,4 +317,5 @@ class Scheduler(Generic[T]):
             dequeued=self._dequeued,
             queue_seconds_total=self._queue_seconds_total,
             dispatched=dict(self._dispatched),
+            requeued=self._requeued,
         )

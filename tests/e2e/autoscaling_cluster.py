@@ -159,8 +159,10 @@ def short(node_id: str) -> str:
     return node_id[-5:]
 
 
-def push_data(url: str) -> int:
-    """12 h of lines in STREAMS streams (one every 20 s per stream), then flushed to the store."""
+def push_data(url: str, tenant: str = "auto") -> int:
+    """12 h of lines in STREAMS streams (one every 20 s per stream), then flushed to the store.
+    Every tenant a test queries gets data in each hour it asks for: hours without data are not
+    sent to queriers at all (the frontend skips them)."""
     total = 0
     with httpx.Client(timeout=120) as client:
         for hour in range(12):
@@ -172,7 +174,7 @@ def push_data(url: str) -> int:
                 ]
                 streams.append({"stream": {"app": "auto", "part": str(part)}, "values": values})
                 total += len(values)
-            resp = client.post(url + "/svc/api/v1/push", json={"streams": streams}, headers={"X-Scope-OrgID": "auto"})
+            resp = client.post(url + "/svc/api/v1/push", json={"streams": streams}, headers={"X-Scope-OrgID": tenant})
             assert resp.status_code == 204, resp.text
         assert client.post(url + "/flush").status_code == 204
     return total
@@ -369,6 +371,8 @@ def run(work: Path) -> dict:
         name: ray.get(ray.get_actor(name, namespace=NAMESPACE).pid.remote(), timeout=30) for name in write_before
     }
     lines = push_data(url)
+    for tenant in ("spread", "fair"):  # the work-spread and fairness queries' tenants
+        push_data(url, tenant)
 
     timeline = Timeline(started)
     timeline.sample("idle", None, scheduler)

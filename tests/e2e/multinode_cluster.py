@@ -307,6 +307,21 @@ def _fair_query(url: str, path: str, codes: dict) -> None:
     codes[path] = resp.status_code
 
 
+def _seed_fair_tenant(url: str) -> None:
+    """One line in each hour the fairness queries read, flushed: hours without data are not sent
+    to queriers at all (the frontend skips them), and these queries exist to hand out sub-queries."""
+    first = BASE - (FAIR_HOURS - 1) * 3600 * 10**9
+    values = [[str(first + hour * 3600 * 10**9), f"fair {hour}"] for hour in range(FAIR_HOURS + 1)]
+    resp = httpx.post(
+        url + "/svc/api/v1/push",
+        json={"streams": [{"stream": {"app": "multinode"}, "values": values}]},
+        headers={"X-Scope-OrgID": "fair"},
+        timeout=60,
+    )
+    assert resp.status_code == 204, resp.text
+    retry_until(lambda: httpx.post(url + "/flush", timeout=60), 204, time.time() + 60, 1)
+
+
 def _fair_shares_per_node(url: str) -> dict:
     """Three actor paths query at once; the hand-outs each node's queriers took while all three had
     work, split by path, and whether the scheduler put each querier in its own node's group."""
@@ -430,6 +445,7 @@ def run(work: Path) -> dict:
     acked_before_flush = list(writer.acked)
     _flush(url, time.time() + 60)  # every ingester's chunks (the victim's too) go to the bucket
     before = _per_querier(3)
+    _seed_fair_tenant(url)
     fair_began = time.time()
     fairness = _fair_shares_per_node(url)
     fairness["fair_s"] = round(time.time() - fair_began, 1)

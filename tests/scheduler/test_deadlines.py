@@ -60,6 +60,7 @@ def test_slow_work_is_never_requeued_but_a_silent_querier_s_is():
         assert s.reap_silent().requeued == ()
     mono.now += 31  # no heartbeat for longer than the silence allowed: the querier died
     assert s.reap_silent().requeued == (ticket,)
+    assert s.stats().requeued == 1
     got = s.next_for_querier("q2")
     assert got.ticket == ticket and got.attempt == 2
     assert s.heartbeat("q1", [ticket]) == [ticket]  # a late copy on q1 is told to stop
