@@ -26,12 +26,16 @@ def test_queriers_follow_the_load_onto_new_read_nodes_and_back_while_writes_keep
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result (exit {code}):\n{out[-4000:]}\n{err[-4000:]}"
     result = json.loads(lines[-1].removeprefix("RESULT "))
-    print("\n" + "\n".join(json.dumps(row) for row in result.pop("timeline")))
+    timeline = result.pop("timeline")
+    print("\n" + "\n".join(json.dumps(row) for row in timeline))
     print(json.dumps(result, indent=1))
 
     # scale-up: more queriers than the launcher's two, on read nodes the autoscaler added
     assert result["grown"], "the querier pool did not grow to 6 on 3 read nodes under load"
-    assert result["max_queriers_seen"] == 6 and result["max_read_nodes_seen"] == 3
+    assert result["max_queriers_seen"] == 6 and result["max_read_nodes_seen"] >= 3
+    # the six queriers run on the three read nodes max_workers allows (the fake provider may show a
+    # fourth for a moment while queriers are pending: a slow node it replaced that registers late)
+    assert all(row["read_nodes"] == 3 for row in timeline if row["queriers"] == 6), timeline
     # scale-down: back to the two queriers on the one read node of min_workers, no query failed
     assert result["shrunk"], f"did not shrink back: {result['final']}"
     assert result["light_ok"] > 0 and result["light_failed"] == 0, result["light_errors"]
