@@ -15,7 +15,6 @@ import base64
 import json
 import math
 import re
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -34,6 +33,7 @@ from svclog.config.limits import DEFAULT_SERVICE_NAME_LABELS
 from svclog.model import Entry, Labels, PushStream, ValidationError, now_ns
 from svclog.serve.codecs.push import (
     JSON_CONTENT_TYPE,
+    MALFORMED_BODY_ERRORS,
     PROTOBUF_CONTENT_TYPE,
     _clean,
     _decode_content_encoding,
@@ -81,6 +81,10 @@ INDEX_LABEL, STRUCTURED_METADATA, DROP = "index_label", "structured_metadata", "
 
 
 # ---------------------------------------------------------------- per-tenant otlp_config
+
+
+# push's backstop plus the OTLP JSON mapper's own error
+_MALFORMED_OTLP_ERRORS: tuple[type[BaseException], ...] = (*MALFORMED_BODY_ERRORS, json_format.Error)
 
 
 @dataclass(frozen=True)
@@ -202,19 +206,7 @@ def decode_otlp_logs(
         return mapper.map_request(request)
     except ValidationError:
         raise
-    except (
-        ValueError,
-        TypeError,
-        KeyError,
-        IndexError,
-        AttributeError,
-        OverflowError,
-        RecursionError,
-        MemoryError,
-        zlib.error,
-        DecodeError,
-        json_format.Error,
-    ) as err:
+    except _MALFORMED_OTLP_ERRORS as err:
         # Backstop for decoder edge cases; a client must see a 400, never a 500.
         raise ValidationError(f"invalid OTLP logs request body: {err}") from None
 

@@ -21,6 +21,21 @@ from svclog.model import NS, Entry, Labels, PushStream, ValidationError, parse_r
 from svclog.serve.codecs import push_pb2
 from svclog.serve.codecs.label_parser import parse_labels
 
+# What a decoder may raise on a malformed body it did not check for itself: a backstop so a
+# client sees a 400 naming the body, never a 500 (the OTLP codec adds its JSON mapper's error).
+MALFORMED_BODY_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    AttributeError,
+    OverflowError,
+    RecursionError,
+    MemoryError,
+    zlib.error,
+    DecodeError,
+)
+
 JSON_CONTENT_TYPE = "application/json"
 PROTOBUF_CONTENT_TYPE = "application/x-protobuf"
 
@@ -56,18 +71,7 @@ def decode_push(
         return _decode_protobuf(raw, max_decompressed_bytes)
     except ValidationError:
         raise
-    except (
-        ValueError,
-        TypeError,
-        KeyError,
-        IndexError,
-        AttributeError,
-        OverflowError,
-        RecursionError,
-        MemoryError,
-        zlib.error,
-        DecodeError,
-    ) as err:
+    except MALFORMED_BODY_ERRORS as err:
         # Backstop for decoder edge cases; a client must see a 400, never a 500.
         raise ValidationError(f"invalid push request body: {err}") from None
 
