@@ -89,3 +89,33 @@ def test_line_filters_are_pushed_to_ingesters_and_chunks(tmp_path):
     hint = (LineFilter("|=", (FilterValue("error"),)),)
     (block,) = source.select_logs(SelectRequest((Matcher("app", MatchType.EQ, "a"),), 0, 10, line_filters=hint))
     assert block.line.to_pylist() == ["keep error", "error again"]
+
+
+class CountingChunks:
+    """A ChunkStore that records which streams' chunks were fetched, in order."""
+
+    def __init__(self, inner: ChunkStore):
+        self.inner = inner
+        self.fetched: list[str] = []
+
+    def fetch(self, ref, start, end, stats=None, may_match=None):
+        self.fetched.append(ref.labels.get("app"))
+        return self.inner.fetch(ref, start, end, stats, may_match)
+
+
+def test_store_chunks_are_fetched_one_stream_at_a_time(tmp_path):
+    store, chunks, ings = _setup(tmp_path)
+    for app in ("a", "b", "c"):
+        _push(ings[:1], "t", app, [1, 2], [f"{app}1", f"{app}2"])
+    ings[0].flush(force=True)
+    ings[0].retain_s = 0
+    ings[0].expire_retained()  # only the store holds the entries now
+    counting = CountingChunks(chunks)
+    source = StoreSource(["t"], IndexReader(store), counting, Replicas(ings[:1]))  # type: ignore[arg-type]
+    seen = []
+    for block in source.select_logs(SelectRequest((Matcher("app", MatchType.RE, ".+"),), 0, 10)):
+        # when a stream's block is handed on, no later stream's chunk has been read yet
+        seen.append(block.labels.get("app"))
+        assert counting.fetched == seen
+    assert seen == ["a", "b", "c"]
+    assert source.stats.store_chunks_downloaded == 3 and source.stats.store_lines == 6
