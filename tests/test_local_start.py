@@ -77,3 +77,60 @@ def test_background_serve_start_hands_its_error_to_the_start():
     done = BackgroundCall(lambda: None)
     done.join()
     assert done.done() and done.error is None
+
+
+def test_dashboard_agent_replaced_by_the_standin_only_inside_the_block():
+    import sys
+
+    from ray._private import services
+
+    from svclog.actors import agent_standin
+
+    with lean_local_head(keep_dashboard=False):
+        command = services._build_python_executable_command_memory_profileable("dashboard_agent", "/tmp/s")
+        assert command == [sys.executable, "-S", agent_standin.__file__]
+        # every other component keeps Ray's command (the runtime-env agent serves Serve's replicas)
+        assert services._build_python_executable_command_memory_profileable("runtime_env_agent", "/tmp/s")[0:2] == [
+            sys.executable,
+            "-u",
+        ]
+    with lean_local_head(keep_dashboard=True):
+        assert services._build_python_executable_command_memory_profileable("dashboard_agent", "/tmp/s")[1] == "-u"
+    assert services._build_python_executable_command_memory_profileable("dashboard_agent", "/tmp/s")[1] == "-u"
+
+
+def test_standin_publishes_the_agent_ports_as_unused_and_leaves_with_its_parent(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from svclog.actors import agent_standin
+
+    # a parent that starts the stand-in as the raylet does (agent.py's arguments), then exits
+    agent_args = ["agent.py", "--node-id=abc", f"--session-dir={tmp_path}", "--grpc-port=0", "--head"]
+    launcher = (
+        "import subprocess, sys, time; "
+        f"p = subprocess.Popen([sys.executable, '-S', {agent_standin.__file__!r}, *{agent_args!r}]); "
+        "print(p.pid, flush=True); time.sleep(1.5)"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", launcher], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    standin = int(parent.stdout.readline())
+    for name in agent_standin.PORT_NAMES:
+        path = tmp_path / f"{name}_abc"
+        for _ in range(100):
+            if path.exists():
+                break
+            time.sleep(0.05)
+        assert path.read_text() == "-1"
+    parent.wait(timeout=10)
+    for _ in range(60):  # re-parented once the launcher exited: gone within its 1 s poll
+        try:
+            with open(f"/proc/{standin}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break  # exited; nobody has reaped it yet
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the stand-in outlived its parent")

@@ -7,13 +7,22 @@ cluster never autoscales, svclog does not forward worker logs to the driver
 start leaves them out. `ray.init` has no switch for these, so this module adjusts the head's
 start parameters for the duration of that one call; if a Ray release renames what it touches,
 the start falls back to Ray's full set of processes (logged), never fails.
+
+The raylet also starts a dashboard agent, and exits when it does. Without `ray.dashboard` a local
+start runs `svclog/actors/agent_standin.py` in its place (~8 MB instead of ~127 MB RSS): it publishes
+the agent's ports as unused, as Ray's minimal install does for its metrics ports, and lives as long
+as the raylet. The runtime-env agent stays: Serve starts its replicas with environment variables.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import sys
 from collections.abc import Iterator
+
+from svclog.actors import agent_standin
 
 log = logging.getLogger("svclog")
 
@@ -25,9 +34,12 @@ def lean_local_head(keep_dashboard: bool) -> Iterator[None]:
     try:
         from ray._private import node as node_module
         from ray._private import parameter as parameter_module
+        from ray._private import ray_constants, services
 
         params_init = parameter_module.RayParams.__init__
         start_api_server = node_module.Node.start_api_server
+        python_command = services._build_python_executable_command_memory_profileable
+        agent = ray_constants.PROCESS_TYPE_DASHBOARD_AGENT
     except (ImportError, AttributeError) as err:
         log.info("lean Ray head unavailable on this Ray release (%s): starting Ray's full head", err)
         yield
@@ -41,14 +53,23 @@ def lean_local_head(keep_dashboard: bool) -> Iterator[None]:
     def no_api_server(self, **_kwargs):
         self._webui_url = None
 
+    def standin_agent(component: str, *args, **kwargs) -> list[str]:
+        # the agent's command is this interpreter followed by agent.py and its arguments:
+        # the stand-in takes agent.py's place as the script run, and reads the same arguments
+        if component == agent:
+            return [sys.executable, "-S", os.path.abspath(agent_standin.__file__)]
+        return python_command(component, *args, **kwargs)
+
     parameter_module.RayParams.__init__ = lean_params
     if not keep_dashboard:
         node_module.Node.start_api_server = no_api_server
+        services._build_python_executable_command_memory_profileable = standin_agent
     try:
         yield
     finally:
         parameter_module.RayParams.__init__ = params_init
         node_module.Node.start_api_server = start_api_server
+        services._build_python_executable_command_memory_profileable = python_command
 
 
 # Read by Serve's controller when it starts (Ray Serve's controller-callback hook): a local start
