@@ -12,9 +12,11 @@ import time
 
 import ray
 
+from svclog.actors.calls import call_cancelled
 from svclog.actors.options import PATTERN_INGESTER_NAME
 from svclog.config import Config
 from svclog.log_level import apply_level
+from svclog.logql.engine.guard import QueryLimits
 from svclog.model import Matcher, StreamColumns
 from svclog.pattern import DrainSettings, PatternIngester, PatternSettings
 
@@ -92,10 +94,19 @@ class PatternActor:
         self._logged_at, self._failures_unlogged = now, 0
 
     def patterns(
-        self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int, step_ns: int = 0
+        self,
+        tenant: str,
+        matchers: list[Matcher],
+        start_ns: int,
+        end_ns: int,
+        step_ns: int = 0,
+        limits: QueryLimits | None = None,
     ) -> list[dict]:
+        """Under the query's deadline, and stopped when the caller cancels the call (ray.cancel:
+        the gateway timed out or its HTTP client went away)."""
+        guard = (limits or QueryLimits()).guard(cancelled_elsewhere=call_cancelled)
         with self._lock:
-            return self.ingester.patterns(tenant, matchers, start_ns, end_ns, step_ns)
+            return self.ingester.patterns(tenant, matchers, start_ns, end_ns, step_ns, guard)
 
     def stats(self) -> dict:
         with self._lock:

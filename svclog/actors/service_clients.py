@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +28,7 @@ from svclog.actors.calls import (
     translate,
 )
 from svclog.actors.scheduler_actor import TicketLost
+from svclog.logql.engine.guard import QueryLimits, timeout_error
 from svclog.model import Matcher
 
 __all__ = [
@@ -86,8 +88,20 @@ class PatternClient:
     def __init__(self, handle: Any):
         self.handle = handle
 
-    async def patterns(self, tenant: str, matchers: list[Matcher], start: int, end: int, step: int) -> Any:
-        return await acall(self.handle.patterns, tenant, matchers, start, end, step, timeout=QUERY_TIMEOUT_S)
+    async def patterns(
+        self, tenant: str, matchers: list[Matcher], start: int, end: int, step: int, limits: QueryLimits | None = None
+    ) -> Any:
+        """Waits until the query's deadline; past it, or when the caller is cancelled (the HTTP
+        client went away), the call is cancelled in the pattern ingester too."""
+        if limits is None or limits.deadline is None:
+            return await acall_cancelling(self.handle.patterns, tenant, matchers, start, end, step, limits)
+        wait = max(0.0, limits.deadline - time.time())
+        try:
+            return await acall_cancelling(
+                self.handle.patterns, tenant, matchers, start, end, step, limits, timeout=wait
+            )
+        except TimeoutError:  # our wait ran out first: the same error the pattern ingester's guard raises
+            raise timeout_error(limits.timeout_ns) from None
 
 
 class PatternFeed:

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from svclog.model import NS, Entry, Labels, PushStream, is_valid_label_name
+from svclog.model import NS, Entry, Labels, PushStream, ValidationError, is_valid_label_name
 
 # Added by the service itself (service-name discovery), so it does not count towards the limit.
 SERVICE_NAME_LABEL = "service_name"
@@ -210,6 +210,10 @@ def _normalize_metadata(entry: Entry) -> Entry:
     builder treats an empty value as no label)."""
     if all(value and is_valid_label_name(name) and _RUNE_ERROR not in value for name, value in entry.metadata):
         return entry
+    if any(not name for name, _ in entry.metadata):
+        # The reference's distributor fails the whole push on a valid entry whose metadata has
+        # an empty name, even with an empty value (its label namer refuses it; a 500 there).
+        raise ValidationError("label name is empty")
     fixed = tuple(
         (normalize_metadata_name(name), value.replace(_RUNE_ERROR, " ")) for name, value in entry.metadata if value
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
+from svclog.logql.engine.guard import QueryGuard
 from svclog.model import Labels, Matcher, StreamColumns, ValidationError, labels_match
 from svclog.pattern.samples import to_pairs
 from svclog.pattern.stream import PatternSettings, StreamMiner
@@ -24,9 +25,13 @@ class TenantPatterns:
             counted += miner.push(stream.ts, stream.lines, now_ns, weight)
         return counted
 
-    def collect(self, matchers: list[Matcher], start_ns: int, end_ns: int, step_ns: int) -> dict[str, dict[int, int]]:
+    def collect(
+        self, matchers: list[Matcher], start_ns: int, end_ns: int, step_ns: int, guard: QueryGuard | None = None
+    ) -> dict[str, dict[int, int]]:
         into: dict[str, dict[int, int]] = {}
         for labels, miner in self.streams.items():
+            if guard is not None:
+                guard.check()  # past the query's deadline, or cancelled: stop between streams
             if labels_match(labels, matchers):
                 miner.collect(into, start_ns, end_ns, step_ns)
         return into
@@ -54,7 +59,13 @@ class PatternIngester:
         return instance.push(streams, self.clock(), weight)
 
     def patterns(
-        self, tenant: str, matchers: list[Matcher], start_ns: int, end_ns: int, step_ns: int = 0
+        self,
+        tenant: str,
+        matchers: list[Matcher],
+        start_ns: int,
+        end_ns: int,
+        step_ns: int = 0,
+        guard: QueryGuard | None = None,
     ) -> list[dict]:
         """Patterns of the matching streams with `[seconds, count]` samples per step, most frequent first.
 
@@ -66,7 +77,7 @@ class PatternIngester:
         instance = self.tenants.get(tenant)
         if instance is None:
             return []
-        merged = instance.collect(list(matchers), start_ns, end_ns, step_ns)
+        merged = instance.collect(list(matchers), start_ns, end_ns, step_ns, guard)
         ranked = sorted(merged.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))
         return [{"pattern": pattern, "samples": to_pairs(counts)} for pattern, counts in ranked]
 
@@ -89,3 +100,16 @@ class PatternIngester:
             "evicted_clusters": sum(m.drain.evicted for m in streams),
             "skipped_lines": sum(m.skipped_lines for m in streams),
         }
+
+
+def merge_tenants(answers: list[list[dict]]) -> list[dict]:
+    """One answer for a multi-tenant read, as the reference merges its tenants' answers: a pattern
+    found in several has their samples together, ordered by time (equal times are kept apart)."""
+    if len(answers) == 1:
+        return answers[0]
+    merged: dict[str, list[list[int]]] = {}
+    for answer in answers:
+        for series in answer:
+            merged.setdefault(series["pattern"], []).extend(series["samples"])
+    ranked = sorted(merged.items(), key=lambda kv: (-sum(count for _, count in kv[1]), kv[0]))
+    return [{"pattern": pattern, "samples": sorted(samples, key=lambda s: s[0])} for pattern, samples in ranked]

@@ -14,7 +14,8 @@ from typing import Any
 
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import PlainTextResponse
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 
 from svclog import targets
 from svclog.config import Config, config_to_yaml, limits_for
@@ -28,7 +29,7 @@ from svclog.serve.errors import Unavailable, unknown_route_response
 from svclog.serve.handlers import QueryHandlers
 from svclog.serve.otlp_routes import OtlpHandlers, tenant_otlp_from
 from svclog.serve.pattern_routes import PatternHandlers, PatternQueries
-from svclog.serve.routes import ROUTES, RouteHandlers, add_routes, row_paths
+from svclog.serve.routes import CLEARED_METHODS, ROUTES, RouteHandlers, add_routes, mismatch_response, row_paths
 from svclog.serve.ruler_routes import RulerHandlers, Rulers
 from svclog.serve.standby import StandbySwitch
 from svclog.serve.tail_routes import TailHandlers
@@ -129,7 +130,9 @@ def handlers_for(settings: GatewaySettings, services: Services) -> RouteHandlers
         ),
         admin=AdminHandlers(services.admin),
         deletes=DeleteHandlers(services.compactor, tenants),
-        patterns=PatternHandlers(services.patterns if settings.pattern_ingester_enabled else None, tenants),
+        patterns=PatternHandlers(
+            services.patterns if settings.pattern_ingester_enabled else None, tenants, settings.limits_for
+        ),
         rulers=RulerHandlers(services.rulers, tenants, api_enabled=settings.ruler_api_enabled),
         otlp=OtlpHandlers(
             backend,
@@ -177,11 +180,23 @@ class ServedHere:
         await self.app(scope, receive, send)
 
 
+async def framework_error(request: Request, exc: Exception) -> Response:
+    """The router's own errors as the reference's answers them: a method the matched route does
+    not take by the route table's rule, anything else (no route: 404) as plain text."""
+    if getattr(exc, "status_code", None) == 405:
+        path = request.url.path  # a table path itself, or the matched row's path template
+        if path not in CLEARED_METHODS:
+            path = getattr(request.scope.get("route"), "path", path)
+        return mismatch_response(path, request.method)
+    return await unknown_route_response(request, exc)
+
+
 def build_app(settings: GatewaySettings, services: Services, standby: StandbySwitch | None = None) -> FastAPI:
     """The gateway's application: every row of the route table over handlers holding `services`."""
-    app = FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None)
+    # redirect_slashes off: a path with a trailing slash is another path (404), as in the reference
+    app = FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False)
     add_routes(app, handlers_for(settings, services))
-    app.add_exception_handler(StarletteHTTPException, unknown_route_response)  # plain 404, not JSON
+    app.add_exception_handler(StarletteHTTPException, framework_error)  # plain 404, not JSON
     # innermost first: one X-Scope-OrgID, then what this replica serves, then (outermost) the
     # body cap, which answers 413 before any route reads a body
     app.add_middleware(SingleOrgIdHeader)

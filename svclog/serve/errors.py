@@ -14,7 +14,7 @@ from ray.exceptions import RayActorError, RayError, RayTaskError
 from starlette.responses import PlainTextResponse, Response
 
 from svclog.actors.calls import remote_cause
-from svclog.model import SvcError, TenantError
+from svclog.model import InvalidTenantError, SvcError, TenantError
 from svclog.scheduler import QuerierLostError
 from svclog.storage.objstore import StoreError
 
@@ -95,12 +95,22 @@ def error_response(err: Exception, *, line_end: str = "\n") -> Response:
     return PlainTextResponse(message + line_end, status_code=status, headers=headers)
 
 
-def query_error_response(err: Exception) -> Response:
+# How the reference's frontend words a querier's error on the routes it forwards over gRPC.
+RPC_ERROR_PREFIX = "rpc error: code = Code(400) desc = "
+
+
+def query_error_response(err: Exception, *, forwarded: bool = False) -> Response:
     """An error on the query path (queries, labels, series, stats, volume, detected_*, patterns,
-    tail): the reference's query handlers write the bare message, with no line end. A missing or
-    bad tenant is refused before them, by the auth middleware's `http.Error` (with a line end)."""
-    auth = isinstance(remote_cause(err), TenantError)
-    return error_response(err, line_end="\n" if auth else "")
+    tail): the reference's query handlers write the bare message, with no line end. A missing
+    tenant is refused before them, by the auth middleware's `http.Error` (401, with a line end);
+    a malformed one only by the handler reading it, so its message is bare like the others,
+    and on the routes the frontend `forwarded` to a querier it carries the gRPC status wording."""
+    cause = remote_cause(err)
+    if isinstance(cause, TenantError) and int(getattr(cause, "status", 401)) == 401:
+        return error_response(err, line_end="\n")
+    if forwarded and isinstance(cause, InvalidTenantError):
+        return error_response(InvalidTenantError(RPC_ERROR_PREFIX + str(cause)), line_end="")
+    return error_response(err, line_end="")
 
 
 async def unknown_route_response(request: object, exc: Exception) -> Response:
@@ -111,6 +121,6 @@ async def unknown_route_response(request: object, exc: Exception) -> Response:
     if status == 404:
         return PlainTextResponse("404 page not found\n", status_code=404)
     if status == 405:
-        return Response(status_code=405, headers=getattr(exc, "headers", None))
+        return Response(status_code=405)  # no Allow header, as the reference's router
     detail = getattr(exc, "detail", "")
     return PlainTextResponse(f"{detail}\n" if detail else "", status_code=status, headers=getattr(exc, "headers", None))

@@ -21,6 +21,7 @@ from svclog.config.limits import LimitsConfig
 from svclog.frontend import params as qp
 from svclog.logql.printer import format_query
 from svclog.model import NotFoundError, SvcError, ValidationError
+from svclog.querier.source import TENANT_LABEL
 from svclog.querier.volume import cap_volume_series, validate_aggregate_by, volume_fetch_limit
 from svclog.scheduler.actor_path import actor_path_from_headers
 from svclog.serve import drilldown, telemetry
@@ -118,7 +119,7 @@ class QueryHandlers:
             status, seconds = int(getattr(err, "status", 400)), time.perf_counter() - began
             telemetry.record_query(endpoint, status, seconds)
             log_query(tenants, req, status, seconds, None, tags)
-            return query_error_response(err)
+            return query_error_response(err, forwarded=not instant)
 
     async def legacy_query(self, request: Request) -> Response:
         try:
@@ -129,7 +130,7 @@ class QueryHandlers:
             data = await self.backend.query(tenants, req)
             return _json(legacy_query_body(data))
         except SvcError as err:
-            return query_error_response(err)
+            return query_error_response(err, forwarded=True)
 
     async def labels(self, request: Request) -> Response:
         return await self._labels(request, legacy=False)
@@ -149,6 +150,8 @@ class QueryHandlers:
             params = await read_params(request)
             start, end = qp.labels_range(_first_values(params))
             names = await self.backend.label_names(tenants, start, end, params.get("query") or None)
+            if len(tenants) > 1:  # as the reference: the virtual tenant label, even with no data
+                names = sorted({*names, TENANT_LABEL})
             return _json(legacy_values_body(names) if legacy else {"status": "success", "data": names})
         except SvcError as err:
             return query_error_response(err)
@@ -159,7 +162,10 @@ class QueryHandlers:
             params = await read_params(request)
             start, end = qp.labels_range(_first_values(params))
             name = request.path_params["name"]
-            values = await self.backend.label_values(tenants, name, start, end, params.get("query") or None)
+            if name == TENANT_LABEL and self.tenants.multi_tenant_queries:
+                values = tenants  # the reference's multi-tenant reader names the request's tenants
+            else:
+                values = await self.backend.label_values(tenants, name, start, end, params.get("query") or None)
             return _json(legacy_values_body(values) if legacy else {"status": "success", "data": values})
         except SvcError as err:
             return query_error_response(err)
@@ -288,11 +294,15 @@ class QueryHandlers:
             )
             return _json(body)
         except SvcError as err:
-            return query_error_response(err)
+            return query_error_response(err, forwarded=True)
 
     async def drilldown_limits(self, request: Request) -> Response:
         try:
-            limits = self.limits_for(self._tenant(request))
+            tenant = self._tenant(request)
+        except SvcError as err:  # the reference answers every tenant error here as unauthorized
+            return PlainTextResponse(f"{err}\n", status_code=401)
+        try:
+            limits = self.limits_for(tenant)
             return _json(
                 drilldown.drilldown_limits(
                     limits,

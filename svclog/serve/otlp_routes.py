@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 
 from svclog.config.limits import LimitsConfig
 from svclog.model import NotFoundError, PushStream, SvcError
@@ -108,7 +109,8 @@ class OtlpHandlers:
         return Response(body, status_code=200, media_type=media_type)
 
     async def wrong_path(self, request: Request) -> Response:
-        """Every other /otlp path (and method): a 404 saying where logs go, a 405 on the logs path."""
+        """Every other /otlp path (and method): a 404 saying where logs go; another method on the
+        logs path answers by the route table's rule."""
         if request.url.path == OTLP_LOGS_PATH:
-            return PlainTextResponse("405 method not allowed: use POST\n", status_code=405, headers={"Allow": "POST"})
+            raise HTTPException(405)  # svclog/serve/app.py's framework_error answers it
         return error_response(NotFoundError(WRONG_PATH_MESSAGE.format(path=request.url.path)))

@@ -16,6 +16,7 @@ import json
 import urllib.parse
 from typing import Any, Protocol
 
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -24,7 +25,22 @@ from svclog.ruler.compat import merge_alerts_data, merge_rules_data
 from svclog.serve.errors import BodyTooLarge, error_response
 from svclog.serve.tenants import Tenants
 
-REST = "/{rest:path}"  # a rules route's namespace/group tail
+
+class Segments(Convertor[str]):
+    """One or more non-empty path segments: `ns`, `ns/group` (a trailing slash or an empty
+    segment is another path, 404, as in the reference's router)."""
+
+    regex = "[^/]+(?:/[^/]+)*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("segments", Segments())
+REST = "/{rest:segments}"  # a rules route's namespace/group tail
 MAX_RULES_BODY = 8 << 20
 YAML = "application/yaml"
 _ACCEPTED = {"status": "success", "data": None, "errorType": "", "error": ""}

@@ -285,7 +285,7 @@ class TailHandlers:
         return parse_tail_request(params, self.tenants.one(headers))  # several tenants -> 400
 
     async def http(self, request: Request) -> Response:
-        """A plain GET: the same validation errors, else a 400 asking for the upgrade."""
+        """A plain GET or POST: the same validation errors, else a 400 asking for the upgrade."""
         try:
             self.parse(request.query_params, request.headers)
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500

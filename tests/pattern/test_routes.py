@@ -11,6 +11,7 @@ import pytest
 from fastapi import FastAPI
 
 from svclog.actors.service_clients import PatternClient
+from svclog.logql.engine.guard import QueryLimits
 from svclog.model import NS
 from svclog.pattern import PatternIngester
 from svclog.serve.app import Services
@@ -36,7 +37,10 @@ class FakeActor:
     """Looks like a Ray actor handle: `await actor.patterns.remote(...)`."""
 
     def __init__(self, ingester: PatternIngester):
-        self.patterns = _Method(ingester.patterns)
+        def patterns(tenant, matchers, start, end, step, limits=None):  # as PatternActor.patterns
+            return ingester.patterns(tenant, matchers, start, end, step, (limits or QueryLimits()).guard())
+
+        self.patterns = _Method(patterns)
 
 
 @pytest.fixture
@@ -70,7 +74,7 @@ def test_patterns_response(actor, prefix):
         "status": "success",
         "data": [{"pattern": "user <_> logged in", "samples": [[T0 // NS, 12]]}],
     }
-    tenant, matchers, start, end, step = actor.patterns.calls[-1]
+    tenant, matchers, start, end, step, _limits = actor.patterns.calls[-1]
     assert (tenant, start, end, step) == ("acme", T0, T0 + 3600 * NS, 60 * NS)
     assert [str(m) for m in matchers] == ['app="api"']
 
@@ -79,7 +83,7 @@ def test_default_step_and_single_tenant_mode(actor):
     params = {"query": '{app="api"}', "start": str(T0), "end": str(T0 + 2500 * NS)}
     resp = call(make_app(actor, auth_enabled=False), "/svc/api/v1/patterns", params)
     assert resp.status_code == 200 and resp.json()["data"] == []  # tenant "fake" has nothing
-    assert actor.patterns.calls[-1][0] == "fake" and actor.patterns.calls[-1][-1] == 10 * NS
+    assert actor.patterns.calls[-1][0] == "fake" and actor.patterns.calls[-1][4] == 10 * NS
 
 
 @pytest.mark.parametrize(

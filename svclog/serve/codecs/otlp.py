@@ -398,7 +398,10 @@ def sanitize_name(name: str) -> str:
 
 
 def attribute_pairs(key: str, value: AnyValue, prefix: str = "", depth: int = 0) -> list[tuple[str, str]]:
-    """One attribute as (name, value) pairs; a map value flattens to `key_subkey` names."""
+    """One attribute as (name, value) pairs; a map value flattens to `key_subkey` names. An empty
+    name fails the whole request, as the reference's label namer refuses it."""
+    if not key and not prefix:
+        raise ValidationError("symbolizer lookup: label name is empty")
     name = sanitize_name(f"{prefix}_{key}" if prefix else key)
     if value.WhichOneof("value") != "kvlist_value":
         return [(name, any_value_string(value))]
