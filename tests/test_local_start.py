@@ -134,3 +134,21 @@ def test_standin_publishes_the_agent_ports_as_unused_and_leaves_with_its_parent(
         time.sleep(0.1)
     else:
         raise AssertionError("the stand-in outlived its parent")
+
+
+def test_local_cluster_frees_unreferenced_objects_promptly(monkeypatch):
+    import os
+
+    import ray
+
+    from svclog import launch
+    from svclog.config import load_config
+
+    seen: list[dict] = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: seen.append(kwargs))
+    monkeypatch.setattr(os, "environ", dict(os.environ))  # connect's Serve settings stay in this test
+    launch.connect(load_config(None, []))
+    assert seen[-1]["_system_config"] == {"free_objects_period_milliseconds": 10}
+    launch.connect(load_config(None, ["-ray.address=127.0.0.1:6379"]))  # a joined cluster keeps its own settings
+    assert "_system_config" not in seen[-1] and seen[-1]["address"] == "127.0.0.1:6379"
