@@ -78,3 +78,37 @@ def test_a_call_within_the_timeout_answers_normally():
 def test_no_timeout_configured_waits_for_the_answer():
     frontend = _Frontend(_cfg(0), delay_s=0.05)
     assert asyncio.run(frontend.metadata("volume", ["a"], "{}", 0, 1)) == {"method": "volume"}
+
+
+def test_a_client_that_goes_away_cancels_the_metadata_call_in_the_querier(monkeypatch):
+    """The HTTP client disconnecting cancels the handler's task (Serve does): the querier's call
+    is cancelled too (ray.cancel on its reference, which the querier's guard hears), for every
+    metadata route, long before any timeout."""
+    import svclog.actors.calls as calls
+
+    cancelled_refs: list = []
+    monkeypatch.setattr(calls, "cancel_calls", lambda refs: cancelled_refs.extend(refs) or len(refs))
+    frontend = _Frontend(_cfg(60 * 10**9), delay_s=30)
+    for method, args in [
+        ("series", (["a"], [], 0, 1)),
+        ("label_names", (["a"], 0, 1, None)),
+        ("label_values", (["a"], "app", 0, 1, None)),
+        ("volume", (["a"], "{}", 0, 1)),
+    ]:
+        cancelled_refs.clear()
+
+        async def client_leaves(method: str, args: tuple) -> float:
+            task = asyncio.create_task(frontend.metadata(method, *args))
+            await asyncio.sleep(0.05)  # the call is under way in the querier
+            task.cancel()
+            began = time.perf_counter()
+            try:
+                await task
+            except asyncio.CancelledError:
+                return time.perf_counter() - began
+            raise AssertionError(f"{method}: the cancelled request still answered")
+
+        took = asyncio.run(client_leaves(method, args))
+        assert took < 0.5, (method, took)
+        assert len(cancelled_refs) == 1, (method, cancelled_refs)  # exactly the querier call it started
+        frontend.calls.clear()
