@@ -3,8 +3,9 @@
 A long range splits into hundreds of time pieces, and each one costs a scheduler round trip
 and a select on every ingester even when its hour is empty. A piece whose read window lies
 outside every span holding data is answered here instead: the sub-query evaluated over an
-empty source, which is what a querier would answer (so `absent_over_time`, `vector()` and
-literals keep their output). Anything the window logic cannot bound is kept.
+empty source, which is what a querier would answer. That holds for every query, including
+those that answer without data (`absent_over_time`, `... or vector(0)`): their empty pieces
+keep their output, evaluated here. Anything the window logic cannot bound is sent.
 """
 
 from __future__ import annotations
@@ -35,30 +36,10 @@ def read_window(sub: SubQuery) -> Span | None:
     return lo, hi
 
 
-def needs_data(expr: object) -> bool:
-    """True when the expression's answer is empty over a store without entries; False for
-    anything that may answer without data (absent_over_time, literals, `or` with them...)."""
-    if isinstance(expr, ast.LogQuery):
-        return True
-    if isinstance(expr, ast.RangeAggregation):
-        return expr.op != "absent_over_time"
-    if isinstance(expr, (ast.VectorAggregation, ast.LabelReplace)):
-        return needs_data(expr.expr)
-    if isinstance(expr, ast.BinaryOp):
-        if expr.op == "or":
-            return needs_data(expr.lhs) and needs_data(expr.rhs)
-        if expr.op == "unless":
-            return needs_data(expr.lhs)
-        # and, arithmetic, comparisons: empty when either side is an empty vector
-        return needs_data(expr.lhs) or needs_data(expr.rhs)
-    return False  # literals, vector(), and any shape not known here
-
-
 def plan_window(subqueries: Sequence[SubQuery]) -> Span | None:
     """The window all skippable sub-queries read together (None: none can be skipped), so the
     data spans are asked for within it only."""
-    windows = [read_window(sub) for sub in subqueries if needs_data(sub.expr)]
-    bounded = [w for w in windows if w is not None]
+    bounded = [w for w in map(read_window, subqueries) if w is not None]
     if len(bounded) < 2:  # one piece: nothing to gain
         return None
     return min(w[0] for w in bounded), max(w[1] for w in bounded)
@@ -72,7 +53,7 @@ def overlaps(window: Span, spans: Sequence[Span]) -> bool:
 def skippable(sub: SubQuery, spans: Sequence[Span] | None) -> bool:
     """Whether the sub-query can be answered without sending it: its read window misses every
     span holding data. `spans` None: the extent is unknown, nothing is skipped."""
-    if spans is None or not needs_data(sub.expr):
+    if spans is None:
         return False
     window = read_window(sub)
     return window is not None and not overlaps(window, spans)
