@@ -75,20 +75,30 @@ class BlockScan:
 BlockTest = Callable[[TokenIndex], np.ndarray]
 
 
-@dataclass(frozen=True)
 class ChunkLayout:
-    """What a reader needs to choose blocks: each block's time bounds and the token index."""
+    """What a reader needs to choose blocks: each block's time bounds and the token index
+    (decoded on first use: a read without line filters never needs it)."""
 
-    bounds: tuple[tuple[int, int] | None, ...]  # per block, None when the writer kept none
-    index: TokenIndex | None
+    def __init__(self, bounds: tuple[tuple[int, int] | None, ...], index_bytes: bytes | None):
+        self.bounds = bounds  # per block, None when the writer kept none
+        self._index_bytes = index_bytes
+        self._index: TokenIndex | None = None
+        self._decoded = index_bytes is None
+
+    @property
+    def index(self) -> TokenIndex | None:
+        if not self._decoded:
+            index = TokenIndex.decode(self._index_bytes)
+            self._index = index if index is not None and len(index) == len(self.bounds) else None
+            self._index_bytes, self._decoded = None, True
+        return self._index
 
     @classmethod
     def read(cls, reader: pa.ipc.RecordBatchFileReader) -> ChunkLayout:
         listed = json.loads((reader.schema.metadata or {}).get(b"blocks", b"[]"))
         count = reader.num_record_batches
         bounds = tuple((int(listed[i][0]), int(listed[i][1])) if i < len(listed) else None for i in range(count))
-        index = TokenIndex.decode((reader.metadata or {}).get(FOOTER_KEY))
-        return cls(bounds, index if index is not None and len(index) == count else None)
+        return cls(bounds, (reader.metadata or {}).get(FOOTER_KEY))
 
 
 def chunk_layout(data: bytes | pa.Buffer) -> ChunkLayout:
@@ -129,6 +139,15 @@ def _split_blocks(table: pa.Table, block_bytes: int) -> list[pa.RecordBatch]:
     return [combined.slice(s, e - s).to_batches()[0] for s, e in zip(starts, ends) if e > s]
 
 
+# Arrow's threaded decompression costs more than it saves on blocks this small (about twice
+# the CPU and wall time for the bench's chunks); queries already run side by side.
+_READ_OPTIONS = pa.ipc.IpcReadOptions(use_threads=False)
+
+
+def _open(data: bytes | pa.Buffer) -> pa.ipc.RecordBatchFileReader:
+    return pa.ipc.open_file(pa.BufferReader(data), options=_READ_OPTIONS)
+
+
 def decode_chunk(
     data: bytes | pa.Buffer,
     start: int | None = None,
@@ -142,7 +161,7 @@ def decode_chunk(
     (cached by the caller), a chunk whose blocks are all ruled out is not even opened."""
     reader = None
     if layout is None:
-        reader = pa.ipc.open_file(pa.BufferReader(data))
+        reader = _open(data)
         layout = ChunkLayout.read(reader)
     wanted = [
         position
@@ -158,25 +177,40 @@ def decode_chunk(
         scan.skipped += len(wanted) - len(kept)
         scan.chunks_skipped += int(not kept)
         wanted = kept
-    batches = []
-    if wanted:
-        reader = reader if reader is not None else pa.ipc.open_file(pa.BufferReader(data))
-        batches = [reader.get_batch(position) for position in wanted]
+    if not wanted:
+        return _EMPTY
+    reader = reader if reader is not None else _open(data)
+    batches = [_in_range(reader.get_batch(position), start, end) for position in wanted]
+    batches = [batch for batch in batches if batch.num_rows]
     if not batches:
         return _EMPTY
-    table = pa.Table.from_batches(batches, schema=CHUNK_SCHEMA)
-    if start is not None or end is not None:
-        ts = table.column("ts")
-        mask = None
+    if len(batches) == 1:  # the usual case: no copy, the block's own buffers
+        batch = batches[0]
+        return ChunkData(batch.column(0), batch.column(1), batch.column(2))
+    table = pa.Table.from_batches(batches, schema=CHUNK_SCHEMA).combine_chunks()
+    return ChunkData(table.column("ts").chunk(0), table.column("line").chunk(0), table.column("metadata").chunk(0))
+
+
+def _in_range(batch: pa.RecordBatch, start: int | None, end: int | None) -> pa.RecordBatch:
+    """The block's rows with start <= ts < end: the block itself when all are, else a zero-copy
+    slice (a block's timestamps ascend), or a filter when they do not ascend."""
+    if start is None and end is None:
+        return batch
+    ts = batch.column(0).to_numpy()
+    if len(ts) > 1 and bool(np.any(ts[1:] < ts[:-1])):  # written by something that did not sort
+        keep = np.ones(len(ts), dtype=bool)
         if start is not None:
-            mask = pc.greater_equal(ts, start)
+            keep &= ts >= start
         if end is not None:
-            upper = pc.less(ts, end)
-            mask = upper if mask is None else pc.and_(mask, upper)
-        table = table.filter(mask)
-    table = table.combine_chunks()
-    return ChunkData(
-        table.column("ts").chunk(0) if table.num_rows else pa.array([], pa.int64()),
-        table.column("line").chunk(0) if table.num_rows else pa.array([], pa.string()),
-        table.column("metadata").chunk(0) if table.num_rows else pa.array([], METADATA_TYPE),
-    )
+            keep &= ts < end
+        return batch.filter(pa.array(keep))
+    lo = 0 if start is None else int(np.searchsorted(ts, start, side="left"))
+    hi = len(ts) if end is None else int(np.searchsorted(ts, end, side="left"))
+    if lo == 0 and hi == len(ts):
+        return batch
+    batch = batch.slice(lo, max(hi - lo, 0))
+    metadata = batch.column(2)
+    if batch.num_rows and metadata.null_count < len(metadata):
+        # a map slice's .keys/.items ignore its offset: give readers a compact copy
+        batch = pa.record_batch([batch.column(0), batch.column(1), pa.concat_arrays([metadata])], schema=batch.schema)
+    return batch

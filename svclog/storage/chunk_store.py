@@ -101,7 +101,7 @@ class ChunkStore:
             data = self._download(ref.key, stats)
         if stats is not None:
             stats.compressed_bytes += len(data)
-        layout = self._layout(ref.key, data) if may_match is not None else None
+        layout = self._layout(ref.key, data)  # every read: its block bounds choose the blocks to decode
         return decode_chunk(data, start, end, may_match, stats.blocks if stats is not None else None, layout)
 
     def _download(self, key: str, stats: FetchStats | None) -> bytes:

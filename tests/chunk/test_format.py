@@ -1,7 +1,7 @@
 import pyarrow as pa
 import pytest
 
-from svclog.chunk.format import decode_chunk, encode_chunk
+from svclog.chunk.format import ChunkLayout, chunk_layout, decode_chunk, encode_chunk
 from svclog.chunk.head import HeadBlock, entries_batch, sort_dedupe
 from svclog.logql.source import METADATA_TYPE
 
@@ -31,6 +31,46 @@ def test_decode_reads_only_the_time_range_and_skips_blocks():
     assert window.ts[0].as_py() == 5000 and window.ts[-1].as_py() == 19_990
     assert len(window) == 1500
     assert len(decode_chunk(data, 10**9, 10**9 + 1)) == 0
+
+
+@pytest.mark.parametrize("with_layout", [False, True])
+def test_time_range_cuts_inside_blocks_like_a_row_filter(with_layout):
+    # ties at the cut points, metadata on some rows: the slice must equal a row-by-row filter
+    ts = sorted([t // 3 * 3 for t in range(0, 3000, 1)])
+    md = [[("k", str(i))] if i % 7 == 0 else None for i in range(len(ts))]
+    table = _table(ts, [f"line {i} " + "y" * (i % 50) for i in range(len(ts))], md)
+    data = encode_chunk(table, block_bytes=20_000)
+    layout = chunk_layout(data) if with_layout else None
+    for start, end in [(0, 3000), (3, 2997), (1000, 1001), (999, 1500), (-5, 10**6), (2999, 3000), (1500, 1500)]:
+        window = decode_chunk(data, start, end, layout=layout)
+        rows = [i for i, t in enumerate(ts) if start <= t < end]
+        assert window.ts.to_pylist() == [ts[i] for i in rows]
+        assert window.line.to_pylist() == [table.column("line")[i].as_py() for i in rows]
+        assert window.metadata.to_pylist() == [md[i] for i in rows]
+        if len(window):  # a map slice's .keys ignore its offset: what readers get is compact
+            assert window.metadata.offset == 0 or window.metadata.null_count == len(window)
+            assert window.metadata.keys.to_pylist() == [k for i in rows if md[i] for k, _ in md[i]]
+
+
+def test_unsorted_blocks_are_filtered_not_sliced():
+    # a block whose timestamps do not ascend (no writer of ours makes one) still reads exactly
+    batch = pa.record_batch(
+        [pa.array([5, 1, 9, 3], pa.int64()), pa.array(["a", "b", "c", "d"]), pa.array([None] * 4, METADATA_TYPE)],
+        names=["ts", "line", "metadata"],
+    )
+    sink = pa.BufferOutputStream()
+    schema = batch.schema.with_metadata({"blocks": "[[5, 3]]"})
+    with pa.ipc.new_file(sink, schema) as writer:
+        writer.write_batch(batch)
+    assert decode_chunk(sink.getvalue(), 2, 6).line.to_pylist() == ["a", "d"]
+
+
+def test_layout_decodes_the_token_index_only_when_asked():
+    data = encode_chunk(_table([1, 2, 3], ["alpha bravo", "charlie", "delta"]))
+    layout = chunk_layout(data)
+    assert isinstance(layout, ChunkLayout) and layout._index is None
+    assert len(decode_chunk(data, 0, 10, layout=layout)) == 3 and layout._index is None
+    assert layout.index is not None and len(layout.index) == len(layout.bounds) == 1
 
 
 def test_unknown_encoding_is_rejected():
