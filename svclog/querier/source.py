@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
+import numpy as np
 import pyarrow as pa
 
 from svclog.chunk.format import CHUNK_SCHEMA
@@ -109,6 +110,7 @@ class StoreSource:
         self.deletes = deletes
         # checked between chunks and charged with what a select holds until its blocks are yielded
         self.guard = guard if guard is not None else QueryGuard()
+        self._probes: dict[tuple, BlockProbe | None] = {}
 
     def _tenants_for(self, matchers: Iterable[Matcher]) -> tuple[list[str], tuple[Matcher, ...]]:
         tenant_matchers, rest = split_tenant_matchers(matchers)
@@ -189,9 +191,20 @@ class StoreSource:
         # or the other), fetched one stream at a time: a select holds one stream's decoded chunks,
         # not every stream's (a 30-minute sub-query over 1M lines held ~110 MB of decoded chunks)
         refs = self.index.chunk_refs(tenant, matchers, request.start, request.end, request.shard)
+        self.stats.store_chunks_ref += sum(len(chunk_refs) for chunk_refs in refs.values())
         fetch = FetchStats()
-        line_probe = block_probe(request.line_filters)
+        line_probe = self._probe(request.line_filters, ())
         metadata_equals = _metadata_equalities(request)
+        if not metadata_equals:
+            # one lookup for every stream's chunks (they share the probe); streams left without a
+            # chunk to read cost nothing more (a needle's select skips ~99% of them here)
+            skipped = self._ruled_out(refs, request, line_probe, fetch)
+            if skipped:
+                refs = {
+                    labels: kept
+                    for labels, chunk_refs in refs.items()
+                    if (kept := [ref for ref in chunk_refs if ref.key not in skipped])
+                }
         try:
             for labels in sorted(parts.keys() | refs.keys()):
                 flushed = self._fetch_stream(labels, refs.get(labels, ()), request, fetch, line_probe, metadata_equals)
@@ -225,13 +238,17 @@ class StoreSource:
     ) -> list[pa.Table]:
         """One stream's entries in the store's chunks overlapping the request, in seal order."""
         chunk_refs = list(chunk_refs)
-        self.stats.store_chunks_ref += len(chunk_refs)
         if not chunk_refs:
             return []
-        probe = _stream_probe(request, labels, metadata_equals, line_probe)
+        probe, skipped = line_probe, frozenset[str]()
+        if metadata_equals:  # this stream's own probe: see _metadata_not_in
+            probe = self._probe(request.line_filters, _metadata_not_in(labels, metadata_equals))
+            skipped = self._ruled_out({labels: chunk_refs}, request, probe, fetch)
         may_match = probe.may_match if probe is not None else None
         flushed: list[pa.Table] = []
         for ref in sorted(chunk_refs, key=lambda r: (r.sealed_ns, r.min_ts, r.max_ts)):
+            if ref.key in skipped:
+                continue
             self.guard.check()  # every chunk: a select of thousands stops within one fetch
             data = self.chunks.fetch(ref, request.start, request.end, fetch, may_match)
             if len(data):
@@ -242,6 +259,29 @@ class StoreSource:
                 if table.num_rows:
                     flushed.append(table)
         return flushed
+
+    def _probe(self, line_filters: tuple, metadata_equals: tuple[tuple[str, str], ...]) -> BlockProbe | None:
+        """The token-index probe of these filters, one object per sub-query: the chunk store keeps
+        its lookup over all known chunks for the same probe object (the query's time windows)."""
+        key = (line_filters, metadata_equals)
+        try:
+            return self._probes[key]
+        except KeyError:
+            probe = self._probes[key] = block_probe(line_filters, metadata_equals)
+            return probe
+        except TypeError:  # a filter that does not hash: no reuse
+            return block_probe(line_filters, metadata_equals)
+
+    def _ruled_out(
+        self, refs: dict[Labels, list[ChunkRef]], request: SelectRequest, probe: BlockProbe | None, fetch: FetchStats
+    ) -> frozenset[str]:
+        """Keys of chunks whose known layouts show no block in the request's range can hold a line
+        the probe wants: they are not fetched (chunks not read before are, and then become known)."""
+        if probe is None or not refs:
+            return frozenset()
+        every = [ref for chunk_refs in refs.values() for ref in chunk_refs]
+        out = self.chunks.ruled_out(every, request.start, request.end, probe, fetch)
+        return frozenset(every[i].key for i in np.flatnonzero(out).tolist())
 
     def _count_ingester_scan(self, scan: IngesterScan) -> None:
         stats = self.stats
@@ -272,16 +312,11 @@ def _metadata_equalities(request: SelectRequest) -> tuple[tuple[str, str], ...]:
     return tuple(getattr(request, "metadata_equals", ()))
 
 
-def _stream_probe(
-    request: SelectRequest, labels: Labels, metadata_equals: tuple[tuple[str, str], ...], line_probe: BlockProbe | None
-) -> BlockProbe | None:
-    """The probe for one stream's chunks: an equality on a label the stream carries is decided by
-    the stream (the index only holds structured metadata), so only the others join the probe."""
-    if not metadata_equals:
-        return line_probe
+def _metadata_not_in(labels: Labels, metadata_equals: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The equalities a stream's chunks are probed for: one on a label the stream carries is
+    decided by the stream (the index only holds structured metadata), so only the others join."""
     names = {name for name, _ in labels.items}
-    wanted = [(name, value) for name, value in metadata_equals if name not in names]
-    return block_probe(request.line_filters, wanted) if wanted else line_probe
+    return tuple((name, value) for name, value in metadata_equals if name not in names)
 
 
 def _count_blocks(stats: SourceStats, fetch: FetchStats) -> None:

@@ -14,9 +14,11 @@ import pyarrow as pa
 
 from svclog.chunk.format import BlockScan, BlockTest, ChunkData, ChunkLayout, chunk_layout, decode_chunk, encode_chunk
 from svclog.chunk.head import SealedChunk
+from svclog.chunk.pushdown import BlockProbe
 from svclog.model import Labels
 from svclog.storage import schema
 from svclog.storage.index import ChunkRef, SingleFlight, write_index_segment
+from svclog.storage.layout_cache import LayoutCache, LayoutStack
 from svclog.storage.objstore import ObjectStore
 
 
@@ -50,6 +52,7 @@ class ChunkStore:
         encoding: str = "zstd",
         block_bytes: int = 256 * 1024,
         token_index: bool = True,
+        layout_bytes: int = 32 << 20,
     ):
         self.store = store
         self.token_index = token_index
@@ -57,9 +60,11 @@ class ChunkStore:
         self.block_bytes = block_bytes
         self.cache_bytes = cache_bytes
         self._cache: OrderedDict[str, bytes] = OrderedDict()
-        # block bounds and token index of cached chunks: a query reading in several time windows
-        # asks about the same chunks again, and a chunk ruled out entirely is then never opened
-        self._layouts: dict[str, ChunkLayout] = {}
+        # block bounds and token index of every chunk read, kept apart from (and longer than) the
+        # bytes: a chunk its filters rule out is then never fetched again (see layout_cache.py)
+        self.layouts = LayoutCache(layout_bytes)
+        # recent probes' lookups in the current stack: (probe, stack, possible blocks), newest last
+        self._possible: list[tuple[BlockProbe, LayoutStack, np.ndarray]] = []
         self._cached = 0
         self._lock = threading.Lock()
         self._loading = SingleFlight()
@@ -121,14 +126,32 @@ class ChunkStore:
                 self._loading.done(key)
 
     def _layout(self, key: str, data: bytes) -> ChunkLayout:
-        with self._lock:
-            layout = self._layouts.get(key)
+        layout = self.layouts.get(key)
         if layout is None:
             layout = chunk_layout(data)
-            with self._lock:
-                if key in self._cache:  # kept only as long as the chunk's bytes are
-                    self._layouts[key] = layout
+            self.layouts.put(key, layout)
         return layout
+
+    def ruled_out(
+        self, refs: list[ChunkRef], start: int, end: int, probe: BlockProbe, stats: FetchStats | None = None
+    ) -> np.ndarray:
+        """Per ref: True when a layout read before shows that none of the chunk's blocks in
+        [start, end) can hold a line `probe` wants, so it need not be fetched at all (its blocks
+        are counted into `stats` as a fetch would have). Chunks never read are False: fetch them.
+        The probe's lookup over all stacked blocks is kept while the stack stays the same, so the
+        time windows of one query (the caller passes the same probe object) share one."""
+        stack = self.layouts.stack()
+        possible = None
+        with self._lock:
+            for seen, seen_stack, mask in self._possible:
+                if seen is probe and seen_stack is stack:
+                    possible = mask
+        if possible is None:
+            possible = probe.may_match(stack.index)
+            with self._lock:  # entries of an older stack go: each pins a copy of every filter
+                self._possible = [e for e in self._possible[-7:] if e[1] is stack] + [(probe, stack, possible)]
+        scan = stats.blocks if stats is not None else BlockScan()
+        return stack.ruled_out([ref.key for ref in refs], start, end, possible, scan)
 
     def _get_cached(self, key: str) -> bytes | None:
         with self._lock:
@@ -146,6 +169,5 @@ class ChunkStore:
             self._cache[key] = data
             self._cached += len(data)
             while self._cached > self.cache_bytes:
-                old_key, old = self._cache.popitem(last=False)
-                self._layouts.pop(old_key, None)
+                _, old = self._cache.popitem(last=False)
                 self._cached -= len(old)
