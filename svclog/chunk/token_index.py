@@ -109,17 +109,38 @@ def _minimizers(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.uint64)
     starts, windows = starts[keep], windows[keep]
     # first byte of every window: each token's start repeated, plus 0..windows-1
-    total = int(windows.sum())
-    first = np.repeat(starts - np.concatenate(([0], np.cumsum(windows)[:-1])), windows) + np.arange(total)
-    # hash each gram some window uses once (windows of one token overlap)
-    gram_at = np.unique((first[:, None] + np.arange(_GRAMS_PER_WINDOW)).ravel())
+    first = _runs(starts, windows)
+    # every gram some window uses, each once: a token's grams start at s .. e - GRAM (tokens are
+    # disjoint and sorted, so these are too; np.unique over the windows' grams cost ~40x more)
+    gram_at = _runs(starts, windows + (_GRAMS_PER_WINDOW - 1))
     padded = np.concatenate((raw, np.zeros(GRAM, np.uint8)))
-    grams = padded[gram_at[:, None] + np.arange(GRAM)].copy().view("<u8").ravel()
+    # the 8 bytes at every offset as one unaligned little-endian uint64 view: no 8-byte gather
+    at_offset = np.ndarray(shape=(n,), dtype="<u8", buffer=padded, strides=(1,))
     hashes = np.empty(n, dtype=np.uint64)
-    hashes[gram_at] = _mix(grams, _LINE_SEED)
-    mins = hashes[first[:, None] + np.arange(_GRAMS_PER_WINDOW)].min(axis=1)
+    hashes[gram_at] = _mix(at_offset[gram_at], _LINE_SEED)
+    mins = hashes[first]
+    for k in range(1, _GRAMS_PER_WINDOW):
+        np.minimum(mins, hashes[first + k], out=mins)
     # a window's minimum is small by construction: hash it again so keys spread over the filter
-    return np.unique(_mix(mins, _KEY_SEED))
+    return sorted_unique(_mix(mins, _KEY_SEED))
+
+
+def _runs(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """starts[i], starts[i] + 1, ..., starts[i] + counts[i] - 1 for every i, concatenated."""
+    total = int(counts.sum())
+    return np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(total)
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique for a 1-d array, by sorting: numpy 2.x's hash-based np.unique took ~4 s for a
+    million uint64 keys (a chunk's worth), sorting ~0.1 s."""
+    if len(values) < 2:
+        return np.array(values, copy=True)
+    ordered = np.sort(values)
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def metadata_keys(metadata: pa.Array) -> np.ndarray:
@@ -154,7 +175,7 @@ def _string_hashes(values: pa.Array) -> np.ndarray:
     raw, offsets = _string_bytes(values)
     lengths = np.diff(offsets)
     if len(raw) == 0:
-        return np.unique(_mix(lengths.astype(np.uint64), _META_SEED))
+        return sorted_unique(_mix(lengths.astype(np.uint64), _META_SEED))
     # byte j of a string of length L weighs P^(L-1-j): h = sum(b_j * P^(L-1-j)) mod 2^64
     position = np.arange(len(raw)) - np.repeat(offsets[:-1], lengths)
     exponent = np.repeat(lengths, lengths) - 1 - position
@@ -163,7 +184,7 @@ def _string_hashes(values: pa.Array) -> np.ndarray:
     sums = np.zeros(len(lengths), dtype=np.uint64)
     nonempty = lengths > 0
     sums[nonempty] = np.add.reduceat(terms, offsets[:-1][nonempty])
-    return np.unique(_mix(sums ^ (lengths.astype(np.uint64) << np.uint64(48)), _META_SEED))
+    return sorted_unique(_mix(sums ^ (lengths.astype(np.uint64) << np.uint64(48)), _META_SEED))
 
 
 def _powers(count: int) -> np.ndarray:
@@ -275,6 +296,6 @@ def block_filter(lines: pa.Array, metadata: pa.Array | None) -> np.ndarray:
     raw = int(pc.sum(pc.binary_length(lines)).as_py() or 0)
     meta = metadata_keys(metadata)
     if len(meta):
-        keys = np.union1d(keys, meta)
+        keys = sorted_unique(np.concatenate((keys, meta)))
         raw += metadata_raw_bytes(metadata)
     return build_filter(keys, max_bytes=int(raw * MAX_SHARE))

@@ -1,6 +1,7 @@
 """The token index never hides a line a filter keeps, and does rule out blocks that cannot match."""
 
 import random
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -180,3 +181,31 @@ def test_index_size_is_capped_by_the_raw_line_bytes():
     needle = lines[777].rsplit("=", 1)[1]
     rows, scan = _read(with_index, _filters(f"|= {_quote(needle)}"))
     assert rows == [(777, lines[777])] and scan.skipped >= scan.blocks * 0.8
+
+
+def _keys_one_window_at_a_time(lines: list[str]) -> np.ndarray:
+    """The keys as the module doc defines them, window by window in Python: the reference the
+    vectorised build (which hashes each gram once and never calls np.unique) must equal."""
+    found = set()
+    for line in lines:
+        raw = line.encode()
+        for token in (m.group() for m in re.finditer(rb"[0-9A-Za-z_\-\x80-\xff]+", raw)):
+            for w in range(len(token) - ti.WINDOW + 1):
+                grams = [
+                    int.from_bytes(token[w + g : w + g + ti.GRAM], "little") for g in range(ti.WINDOW - ti.GRAM + 1)
+                ]
+                low = ti._mix(np.array(grams, dtype=np.uint64), ti._LINE_SEED).min()
+                found.add(int(ti._mix(np.array([low], dtype=np.uint64), ti._KEY_SEED)[0]))
+    return np.array(sorted(found), dtype=np.uint64)
+
+
+@given(st.lists(TEXT, min_size=1, max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_line_keys_are_every_windows_minimum(lines):
+    assert ti.line_keys(pa.array(lines)).tolist() == _keys_one_window_at_a_time(lines).tolist()
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=50))
+def test_sorted_unique_is_numpys_unique(values):
+    array = np.array(values, dtype=np.uint64)
+    assert ti.sorted_unique(array).tolist() == np.unique(array).tolist()
