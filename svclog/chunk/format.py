@@ -180,7 +180,7 @@ def decode_chunk(
     if not wanted:
         return _EMPTY
     reader = reader if reader is not None else _open(data)
-    batches = [_in_range(reader.get_batch(position), start, end) for position in wanted]
+    batches = [_in_range(reader.get_batch(position), layout.bounds[position], start, end) for position in wanted]
     batches = [batch for batch in batches if batch.num_rows]
     if not batches:
         return _EMPTY
@@ -191,10 +191,15 @@ def decode_chunk(
     return ChunkData(table.column("ts").chunk(0), table.column("line").chunk(0), table.column("metadata").chunk(0))
 
 
-def _in_range(batch: pa.RecordBatch, start: int | None, end: int | None) -> pa.RecordBatch:
+def _in_range(
+    batch: pa.RecordBatch, bounds: tuple[int, int] | None, start: int | None, end: int | None
+) -> pa.RecordBatch:
     """The block's rows with start <= ts < end: the block itself when all are, else a zero-copy
     slice (a block's timestamps ascend), or a filter when they do not ascend."""
-    if start is None and end is None:
+    if bounds is not None and bounds[0] <= bounds[1]:  # first and last ts: the writer sorted the block
+        if (start is None or bounds[0] >= start) and (end is None or bounds[1] < end):
+            return batch
+    elif start is None and end is None:
         return batch
     ts = batch.column(0).to_numpy()
     if len(ts) > 1 and bool(np.any(ts[1:] < ts[:-1])):  # written by something that did not sort

@@ -23,6 +23,7 @@ from svclog.chunk.pushdown import BlockProbe, apply_line_filters, block_probe
 from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.source import IngesterScan, SelectRequest, SourceStats, StreamBlock
 from svclog.model import Labels, Matcher, labels_match
+from svclog.querier.overlap import without_flushed_copies
 from svclog.storage.chunk_store import ChunkStore, FetchStats
 from svclog.storage.index import ChunkRef
 
@@ -208,11 +209,14 @@ class StoreSource:
         try:
             for labels in sorted(parts.keys() | refs.keys()):
                 flushed = self._fetch_stream(labels, refs.get(labels, ()), request, fetch, line_probe, metadata_equals)
-                tables = flushed + parts.pop(labels, [])
+                fresh = parts.pop(labels, [])
+                unflushed = without_flushed_copies(flushed, fresh)
+                self.stats.duplicates += sum(t.num_rows for t in fresh) - sum(t.num_rows for t in unflushed)
+                tables = flushed + unflushed
                 if not tables:
                     continue
                 merged = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-                del tables, flushed
+                del tables, flushed, fresh, unflushed
                 before = merged.num_rows
                 merged = sort_dedupe(merged)
                 self.stats.duplicates += before - merged.num_rows
