@@ -121,6 +121,7 @@ class HeadBlock:
         self.max_ts = 0
         self._table: pa.Table | None = None
         self._shared = False
+        self._owned = 0  # the first parts are in buffers of their own (copied by compact or table)
 
     def __len__(self) -> int:
         return self._count
@@ -147,6 +148,7 @@ class HeadBlock:
             table = pa.Table.from_batches(self._parts, schema=CHUNK_SCHEMA).combine_chunks()
             # keep one batch: the next append concatenates two parts, not hundreds
             self._parts = table.to_batches() or []
+            self._owned = len(self._parts) if not self._shared else 0
             self._table = table
         return self._table
 
@@ -156,14 +158,22 @@ class HeadBlock:
         return list(self._parts)
 
     def compact(self) -> None:
-        """Copy shared slices into this head's own buffers, releasing the pushes they came from."""
+        """Copy the shared slices appended since the last compaction into buffers of this head's
+        own, releasing the pushes they came from. Parts copied before are left as they are: the
+        flush tick compacts every head, and copying each head whole again every tick cost time in
+        proportion to the head rather than to what arrived since."""
         if not self._shared:
             return
-        table = self.table()
-        if self._shared:  # a single part was left as it was: copy it explicitly
-            table = table.take(pa.array(np.arange(table.num_rows, dtype=np.int64)))
-            self._parts, self._table = table.to_batches(), table
-            self._shared = False
+        fresh = self._parts[self._owned :]
+        if fresh:
+            copied = pa.RecordBatch.from_arrays(
+                [pa.concat_arrays([b.column(i) for b in fresh]) for i in range(len(CHUNK_SCHEMA))],
+                schema=CHUNK_SCHEMA,
+            )  # concat_arrays writes new buffers even for a single slice
+            self._parts = self._parts[: self._owned] + [copied]
+            self._owned = len(self._parts)
+            self._table = None
+        self._shared = False
 
     def seal(self) -> SealedChunk:
         return SealedChunk.from_table(self.table())

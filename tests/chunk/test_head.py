@@ -13,3 +13,29 @@ def test_compact_copies_shared_slices_out_of_the_push_they_came_from():
     assert table.column("line").to_pylist() == ["bb", "ccc"]
     assert table.column("line").chunk(0).buffers()[2].address != before  # own buffer now
     assert table.column("line").chunk(0).buffers()[2].size < push.column(1).buffers()[2].size
+
+
+def _line_buffers(head: HeadBlock) -> list[int]:
+    return [part.column(1).buffers()[2].address for part in head.parts()]
+
+
+def test_compact_copies_only_what_arrived_since_the_last_compaction():
+    first = entries_batch([1, 2, 3, 4], ["a", "bb", "ccc", "dddd"], [[("k", "v")], None, None, None])
+    second = entries_batch([5, 6, 7], ["e", "ff", "ggg"], None)
+    head = HeadBlock()
+    head.append_batch(first.slice(0, 2), 1, 2, 3, shared=True)
+    head.append_batch(first.slice(3, 1), 4, 4, 4, shared=True)
+    head.compact()
+    kept = _line_buffers(head)
+    assert len(kept) == 1 and kept[0] != first.column(1).buffers()[2].address  # one copy of both slices
+    head.append_batch(second.slice(1, 2), 6, 7, 5, shared=True)
+    head.compact()
+    now = _line_buffers(head)
+    assert now[0] == kept[0]  # the part copied before is not copied again
+    assert now[1] != second.column(1).buffers()[2].address
+    table = head.table()
+    assert table.column("ts").to_pylist() == [1, 2, 4, 6, 7]
+    assert table.column("line").to_pylist() == ["a", "bb", "dddd", "ff", "ggg"]
+    assert table.column("metadata").to_pylist() == [[("k", "v")], None, None, None, None]
+    head.compact()  # nothing shared since: nothing copied
+    assert _line_buffers(head) == [table.column("line").chunk(0).buffers()[2].address]
