@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from svclog.chunk.format import CHUNK_SCHEMA
+from svclog.chunk.format import CHUNK_SCHEMA, ChunkLayout
 
 
 def sort_dedupe(table: pa.Table) -> pa.Table:
@@ -79,6 +79,11 @@ class SealedChunk:
     max_ts: int
     raw_bytes: int
     sealed_ns: int = 0
+    # the written chunk's block bounds and token index, once flushed as one chunk: the ingester's
+    # selects of the retained copy then skip blocks a needle cannot be in, as store reads do
+    layout: ChunkLayout | None = field(default=None, compare=False, repr=False)
+    # (probe key, blocks it may match) of the last probe asked: a query's time windows ask again
+    probed: tuple[object, np.ndarray] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_table(cls, table: pa.Table, sealed_ns: int | None = None) -> SealedChunk:

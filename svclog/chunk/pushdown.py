@@ -10,7 +10,7 @@ are never decompressed.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +40,8 @@ class BlockProbe:
     `or` operands of one filter)."""
 
     clauses: tuple[tuple[KeySet, ...], ...]
+    # what it was built from (the filters and equalities): equal keys, equal answers
+    key: object = field(default=None, compare=False)
 
     def may_match(self, index: TokenIndex) -> np.ndarray:
         """Per block of the chunk: could it hold a line the filters keep?"""
@@ -58,7 +60,7 @@ def block_probe(line_filters: tuple, metadata_equals: Iterable[tuple[str, str]] 
     clauses = [clause for node in line_filters if (clause := _filter_clause(node)) is not None]
     # `name=""` also keeps lines without the entry, which the index cannot tell
     clauses.extend((KeySet.of(metadata_pair_key(name, value)),) for name, value in metadata_equals if value != "")
-    return BlockProbe(tuple(clauses)) if clauses else None
+    return BlockProbe(tuple(clauses), (line_filters, tuple(metadata_equals))) if clauses else None
 
 
 def _filter_clause(node) -> tuple[KeySet, ...] | None:

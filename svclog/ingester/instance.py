@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.chunk.head import entries_batch
-from svclog.chunk.pushdown import apply_line_filters
+from svclog.chunk.pushdown import apply_line_filters, block_probe
 from svclog.ingester.payload import BatchStream, PushedStream
 from svclog.ingester.stream import MemoryStream, line_bytes
 from svclog.ingester.stream_rate import StreamRateLimitError, StreamRateLimits
@@ -163,9 +163,10 @@ class TenantInstance:
         cancelled stops (SelectDeadlinePassed, SelectCancelled) instead of holding the ingester."""
         out = []
         head_lines = head_bytes = chunk_lines = chunk_bytes = chunks = 0
+        probe = block_probe(line_filters)  # flushed chunks skip blocks by their token index
         for stream in self.matching(matchers, shard):
             check_deadline(deadline, cancelled)
-            sealed, head = stream.windows(start, end)
+            sealed, head = stream.windows(start, end, probe=probe)
             chunks += len(sealed) + (head is not None)
             tables = [t for t in sealed if t.num_rows]
             for table in tables:

@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from svclog.chunk.head import HeadBlock, SealedChunk
+from svclog.chunk.pushdown import BlockProbe
 from svclog.model import Labels
 
 
@@ -72,13 +73,15 @@ class MemoryStream:
         sealed, head = self.windows(start, end, retained)
         return [t for t in (*sealed, head) if t is not None and t.num_rows]
 
-    def windows(self, start: int, end: int, retained: bool = True) -> tuple[list[pa.Table], pa.Table | None]:
+    def windows(
+        self, start: int, end: int, retained: bool = True, probe: BlockProbe | None = None
+    ) -> tuple[list[pa.Table], pa.Table | None]:
         """Entries with start <= ts < end of each chunk (retained, then sealed: seal order) whose bounds
-        overlap the range, and of the head (None when it does not overlap); a window may be empty."""
+        overlap the range, and of the head (None when it does not overlap); a window may be empty.
+        With a `probe`, a flushed chunk gives only the rows of blocks its token index cannot rule
+        out (every line the probe's filters keep is among them)."""
         chunks = [c for c, _ in self.retained] + self.sealed if retained else self.sealed
-        sealed = [
-            _time_window(c.table, start, end, sorted_=True) for c in chunks if c.min_ts < end and c.max_ts >= start
-        ]
+        sealed = [_chunk_window(c, start, end, probe) for c in chunks if c.min_ts < end and c.max_ts >= start]
         head = None
         if len(self.head) and self.head.min_ts < end and self.head.max_ts >= start:
             whole = self.head.min_ts >= start and self.head.max_ts < end
@@ -115,6 +118,40 @@ def line_bytes(table: pa.Table) -> int:
             offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)
             total += int(offsets[lines.offset + len(lines)] - offsets[lines.offset])
     return total
+
+
+def _chunk_window(chunk: SealedChunk, start: int, end: int, probe: BlockProbe | None) -> pa.Table:
+    """A chunk's rows in [start, end), only those in the time bounds of blocks `probe` does not
+    rule out when the chunk carries its written layout (a block's rows lie within its bounds, so
+    rows sharing a bound with a neighbour block are merely kept too)."""
+    layout = chunk.layout
+    index = layout.index if layout is not None and probe is not None else None
+    if index is None or probe is None or layout is None or any(b is None for b in layout.bounds):
+        return _time_window(chunk.table, start, end, sorted_=True)
+    memo = chunk.probed
+    if memo is not None and probe.key is not None and memo[0] == probe.key:
+        possible = memo[1]
+    else:
+        possible = probe.may_match(index)
+        chunk.probed = (probe.key, possible)
+    spans = [(max(b[0], start), min(b[1] + 1, end)) for b, ok in zip(layout.bounds, possible) if ok and b is not None]
+    spans = [(lo, hi) for lo, hi in spans if lo < hi]
+    if not spans:
+        return chunk.table.slice(0, 0)
+    ts = chunk.table.column("ts").to_numpy()
+    rows = np.searchsorted(ts, np.array(spans, dtype=np.int64).ravel(), side="left").reshape(-1, 2)
+    pieces: list[list[int]] = []
+    for lo, hi in rows.tolist():  # blocks ascend: merge touching or overlapping row ranges
+        if hi <= lo:
+            continue
+        if pieces and lo <= pieces[-1][1]:
+            pieces[-1][1] = max(pieces[-1][1], hi)
+        else:
+            pieces.append([lo, hi])
+    if not pieces:
+        return chunk.table.slice(0, 0)
+    parts = [chunk.table.slice(lo, hi - lo) for lo, hi in pieces]
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
 
 def _time_window(table: pa.Table, start: int, end: int, *, sorted_: bool) -> pa.Table:

@@ -72,6 +72,7 @@ class ChunkStore:
     def put_chunks(self, tenant: str, chunks: list[tuple[Labels, SealedChunk]], writer_id: str) -> list[ChunkRef]:
         """Upload chunks, then their index refs (a ref never points at a missing chunk)."""
         refs = []
+        whole = {id(chunk) for _, chunk in chunks}  # chunks not split by index period
         for labels, chunk in (piece for item in chunks for piece in _split_by_period(*item)):
             data = encode_chunk(
                 chunk.table, block_bytes=self.block_bytes, encoding=self.encoding, token_index=self.token_index
@@ -79,6 +80,8 @@ class ChunkStore:
             fingerprint = labels.fingerprint()
             key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))
             self.store.put(key, data)
+            if self.token_index and id(chunk) in whole:
+                chunk.layout = chunk_layout(data)  # written whole: its blocks hold the chunk's rows
             refs.append(
                 ChunkRef(
                     labels,
