@@ -14,11 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
 import pyarrow as pa
 
 from svclog.chunk.head import SealedChunk
-from svclog.ingester.instance import PackedStreams, TenantInstance, check_deadline
+from svclog.ingester.instance import SLACK, PackedStreams, TenantInstance, check_deadline
 from svclog.ingester.payload import BatchStream, PushedStream, decode_batch, encode_batch
 from svclog.ingester.stream import MemoryStream
 from svclog.ingester.stream_rate import StreamRateLimitError
@@ -352,12 +351,18 @@ class Ingester:
 
 
 def _own_table(parts: list[pa.RecordBatch]) -> pa.Table:
-    """A head's batches as one table in buffers of its own: a batch may be a slice of a whole push,
-    and pickling a slice writes every buffer it views."""
-    table = pa.Table.from_batches(parts).combine_chunks()
-    if len(parts) == 1 and table.get_total_buffer_size() > table.nbytes + 4096:
-        table = table.take(pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    return table
+    """A head's batches as a table that pickles only its rows. The batches a compaction already
+    copied (a head's leading parts) are taken as they are, the rest, from the first slice of a
+    whole push (it views more buffer than its rows need) on, are copied out as one batch: joining
+    every part was a copy of every head per checkpoint, one copy per small part costs more."""
+    first = next(
+        (i for i, part in enumerate(parts) if part.get_total_buffer_size() > part.nbytes * SLACK + 4096), len(parts)
+    )
+    rest = parts[first:]
+    if rest:  # concat_arrays writes new buffers of the rows only, even for a single slice
+        joined = [pa.concat_arrays([part.column(i) for part in rest]) for i in range(rest[0].num_columns)]
+        rest = [pa.RecordBatch.from_arrays(joined, schema=rest[0].schema)]
+    return pa.Table.from_batches(parts[:first] + rest)
 
 
 def _metadata_pairs(values: list[Any]) -> list[list[tuple[str, str]] | None] | None:
