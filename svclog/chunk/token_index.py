@@ -94,15 +94,21 @@ def _minimizers(raw: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     n = len(raw)
     if n < WINDOW:
         return np.zeros(0, np.uint64)
-    token = _TOKEN_BYTE[raw].astype(np.int8)
-    edges = np.flatnonzero(np.diff(np.concatenate(([0], token, [0]))))
-    starts, ends = edges[0::2], edges[1::2]
+    token = _TOKEN_BYTE[raw]
+    # a token starts where a token byte follows a non-token byte and ends before the first
+    # non-token byte; boolean masks over the bytes, where diffing them upcast every byte to int64
+    begins = np.empty(n, dtype=bool)
+    begins[0] = token[0]
+    np.greater(token[1:], token[:-1], out=begins[1:])
+    finishes = np.zeros(n + 1, dtype=bool)
+    finishes[n] = token[n - 1]
+    np.greater(token[:-1], token[1:], out=finishes[1:n])
     # a run of token bytes that crosses from one line into the next is two tokens
     inner = offsets[1:-1]
     inner = inner[(inner > 0) & (inner < n)]
-    cuts = inner[(token[inner] == 1) & (token[inner - 1] == 1)]
-    if len(cuts):
-        starts, ends = np.sort(np.concatenate((starts, cuts))), np.sort(np.concatenate((ends, cuts)))
+    begins[inner] |= token[inner]
+    finishes[inner] |= token[inner - 1]
+    starts, ends = np.flatnonzero(begins), np.flatnonzero(finishes)
     windows = ends - starts - WINDOW + 1  # windows per token
     keep = windows > 0
     if not keep.any():
