@@ -175,9 +175,7 @@ class QueryHandlers:
             tenants = self._query_tenants(request)
             params = await read_params(request)
             start, end = qp.labels_range(_first_values(params))
-            selectors = params.getlist("match[]") or params.getlist("match")
-            if not selectors:
-                raise ValidationError("at least one match[] argument must be provided")
+            selectors = params.getlist("match[]") or params.getlist("match")  # none: every series
             data = await self.backend.series(tenants, selectors, start, end)
             return _json({"status": "success", "data": data})
         except SvcError as err:

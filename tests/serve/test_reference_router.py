@@ -165,3 +165,14 @@ def test_structured_metadata_with_an_empty_name_fails_the_push(app, request_part
 def test_a_named_attribute_is_accepted(app):
     path, body, headers = _otlp_push("ok")
     assert send(app, "POST", path, tenant="sm-ok", content=body, headers=headers).status_code == 200
+
+
+def test_series_without_match_lists_every_series(app):
+    body = {"streams": [{"stream": {"app": "s1"}, "values": [[str(now_ns()), "x"]]}]}
+    headers = {"Content-Type": "application/json"}
+    assert send(app, "POST", "/loki/api/v1/push", tenant="series-all", json=body, headers=headers).status_code == 204
+    for path in ("/loki/api/v1/series", "/api/prom/series"):
+        response = send(app, "GET", path, tenant="series-all")
+        assert (response.status_code, response.json()["data"]) == (200, [{"app": "s1"}]), path
+    empty = send(app, "GET", "/loki/api/v1/series?match[]=", tenant="series-all")
+    assert empty.status_code == 400  # an empty selector is still a parse error
