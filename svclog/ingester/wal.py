@@ -84,10 +84,13 @@ class WAL:
         self._sync_rotated()
         tmp = self.dir / f"checkpoint-{covered}.tmp"
         with open(tmp, "wb") as handle:
-            payload = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
-            # two writes: joining header and payload copied the whole snapshot once more
-            handle.write(_HEADER.pack(len(payload), zlib.crc32(payload)))
-            handle.write(payload)
+            # pickled straight into the file, the header written last: pickle.dumps held a copy of
+            # every unflushed entry in memory for the write (the whole heads, once more)
+            handle.write(_HEADER.pack(0, 1))  # no valid record until the real header replaces it
+            sink = _ChecksummedWriter(handle)
+            pickle.dump(snapshot, sink, protocol=pickle.HIGHEST_PROTOCOL)
+            handle.seek(0)
+            handle.write(_HEADER.pack(sink.length, sink.crc))
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, self.dir / f"checkpoint-{covered}")
@@ -123,6 +126,20 @@ class WAL:
                 yield from _read_records(self.dir / f"segment-{number}")
 
         return snapshot, records()
+
+
+class _ChecksummedWriter:
+    """A file's write that also counts the bytes written and their CRC-32 (a record's header)."""
+
+    def __init__(self, handle: BinaryIO):
+        self.handle = handle
+        self.length = 0
+        self.crc = 0
+
+    def write(self, data: bytes | memoryview) -> int:
+        self.crc = zlib.crc32(data, self.crc)
+        self.length += len(memoryview(data).cast("B"))
+        return self.handle.write(data)
 
 
 def _read_records(path: Path) -> Iterator[Any]:

@@ -60,3 +60,20 @@ def test_a_crash_between_rotation_and_checkpoint_loses_nothing(tmp_path):
     wal.close()
     snapshot, records = WAL(tmp_path).replay()
     assert snapshot is None and list(records) == ["one", "two"]
+
+
+def test_checkpoint_is_pickled_into_the_file_without_a_copy_in_memory(tmp_path):
+    import tracemalloc
+
+    import numpy as np
+    import pyarrow as pa
+
+    wal = WAL(tmp_path)
+    table = pa.table({"ts": np.arange(200_000), "line": pa.array(["x" * 100] * 200_000)})
+    tracemalloc.start()
+    wal.checkpoint([("t", (("app", "a"),), [table])])
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < table.nbytes / 4  # pickle.dumps built the whole ~22 MB payload as one bytes object
+    snapshot, records = WAL(tmp_path).replay()
+    assert snapshot[0][2][0].equals(table) and list(records) == []
