@@ -6,6 +6,7 @@ import math
 from collections.abc import Mapping
 
 from svclog.gocompat.strconv import quote as go_quote
+from svclog.logql.checks import empty_query_error
 from svclog.model import NS, ValidationError, now_ns, parse_prom_duration, parse_step, parse_timestamp
 from svclog.querier.request import RangeRequest
 
@@ -27,7 +28,7 @@ def timestamp_param(form: Mapping[str, str], name: str, default: int) -> int:
 def _required_query(form: Mapping[str, str]) -> str:
     query = form.get("query")
     if not query:
-        raise ValidationError("query parameter is required")  # mirrors "missing query"
+        raise empty_query_error()  # the reference parses a missing query as ""
     return query
 
 

@@ -103,8 +103,16 @@ def _token_name(kind: str, value: str = "") -> str:
     return kind.lower()
 
 
+def empty_query_error() -> ParseError:
+    """What parsing an empty (or absent) query gives: the reference's parser has no position
+    then and prints none, and its handlers parse a missing `query` as the empty one."""
+    return ParseError("parse error : syntax error: unexpected $end")
+
+
 def syntax_error(text: str, err: UnexpectedInput) -> ParseError:
     """A yacc-style message: `syntax error: unexpected X, expecting A or B`."""
+    if not text:
+        return empty_query_error()
     token = getattr(err, "token", None)
     kind = getattr(token, "type", "$END")
     if kind == "$END":

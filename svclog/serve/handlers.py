@@ -19,8 +19,9 @@ from starlette.responses import PlainTextResponse, Response
 
 from svclog.config.limits import LimitsConfig
 from svclog.frontend import params as qp
+from svclog.logql.checks import empty_query_error
 from svclog.logql.printer import format_query
-from svclog.model import NotFoundError, SvcError, ValidationError
+from svclog.model import NotFoundError, ParseError, SvcError, ValidationError
 from svclog.querier.source import TENANT_LABEL
 from svclog.querier.volume import cap_volume_series, validate_aggregate_by, volume_fetch_limit
 from svclog.scheduler.actor_path import actor_path_from_headers
@@ -187,7 +188,7 @@ class QueryHandlers:
             params = await read_params(request)
             query = params.get("query")
             if not query:
-                raise ValidationError("query parameter is required: a stream selector")
+                raise empty_query_error()  # the reference parses a missing query as ""
             start, end = qp.labels_range(_first_values(params))
             _check_order(start, end)
             return _json(await self.backend.index_stats(tenants, query, start, end))
@@ -214,7 +215,7 @@ class QueryHandlers:
             form = _first_values(params)
             query = form.get("query")
             if not query:
-                raise ValidationError("query parameter is required: a stream selector")
+                raise empty_query_error()  # the reference parses a missing query as ""
             start, end = qp.time_range(form, qp.HOUR)
             _check_order(start, end)
             step = _volume_step(form, start, end) if ranged else None
@@ -238,10 +239,9 @@ class QueryHandlers:
     async def format_query(self, request: Request) -> Response:
         try:
             params = await read_params(request)
-            text = params.get("query")
-            if text is None:
-                raise ValidationError("query parameter is required")
-            return _json({"status": "success", "data": format_query(text)})
+            return _json({"status": "success", "data": format_query(params.get("query") or "")})
+        except ParseError as err:  # the reference's own JSON for a query that does not parse
+            return _json({"status": "invalid-query", "error": str(err)}, status=400)
         except SvcError as err:
             return error_response(err)
 

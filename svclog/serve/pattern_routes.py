@@ -12,6 +12,7 @@ from starlette.responses import Response
 
 from svclog.config.limits import LimitsConfig
 from svclog.frontend.params import default_step
+from svclog.logql.checks import empty_query_error
 from svclog.logql.engine.guard import QueryLimits, smallest_positive
 from svclog.logql.parser import parse_selector
 from svclog.model import (
@@ -63,7 +64,7 @@ class PatternHandlers:
             params = await read_params(request)
             query = params.get("query")
             if not query:
-                raise ValidationError('query parameter is required: a stream selector like {app="api"}')
+                raise empty_query_error()  # the reference parses a missing query as ""
             selector = parse_selector(query)
             end = parse_timestamp(params.get("end"), now_ns())
             start = parse_timestamp(params.get("start"), end - 3600 * NS)

@@ -31,6 +31,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from svclog.config.limits import LimitsConfig
 from svclog.frontend.params import range_request
 from svclog.ingester.tail import DroppedEntry, MergeSettings, PollResult, TailEntry, TailMerger, tail_message
+from svclog.logql.checks import empty_query_error
 from svclog.logql.parser import parse_log_query
 from svclog.model import NS, LimitError, ValidationError, now_ns, parse_timestamp
 from svclog.querier.request import CATEGORIZE_LABELS
@@ -65,7 +66,7 @@ class TailRequest:
 def parse_tail_request(params: Mapping[str, str], tenant: str, now: int | None = None) -> TailRequest:
     query = params.get("query")
     if not query:
-        raise ValidationError("query parameter is required")
+        raise empty_query_error()  # the reference parses a missing query as ""
     parse_log_query(query)  # a metric query or bad syntax -> 400
     delay_for = _int_param(params, "delay_for", 0)
     if delay_for < 0:

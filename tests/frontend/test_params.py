@@ -1,7 +1,7 @@
 import pytest
 
 from svclog.frontend import params as qp
-from svclog.model import NS, ValidationError
+from svclog.model import NS, ParseError, ValidationError
 
 NOW = 1_793_498_400 * NS
 
@@ -27,13 +27,19 @@ def test_since_and_start_precedence():
         {"query": "q", "limit": "x"},
         {"query": "q", "direction": "sideways"},
         {"query": "q", "start": "2026-13-45"},
-        {},
         {"query": "q", "start": "0", "end": str(NOW), "step": "1"},
     ],
 )
 def test_bad_parameters_are_validation_errors(form):
     with pytest.raises(ValidationError):
         qp.range_request(form, now=NOW)
+
+
+def test_a_missing_query_is_the_empty_querys_parse_error():
+    # the reference parses an absent query as "", whose error has no position
+    for form in ({}, {"query": ""}):
+        with pytest.raises(ParseError, match=r"^parse error : syntax error: unexpected \$end$"):
+            qp.range_request(form, now=NOW)
 
 
 def test_float_and_rfc3339_timestamps_and_float_step():

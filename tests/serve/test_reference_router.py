@@ -176,3 +176,35 @@ def test_series_without_match_lists_every_series(app):
         assert (response.status_code, response.json()["data"]) == (200, [{"app": "s1"}]), path
     empty = send(app, "GET", "/loki/api/v1/series?match[]=", tenant="series-all")
     assert empty.status_code == 400  # an empty selector is still a parse error
+
+
+EMPTY_QUERY = "parse error : syntax error: unexpected $end"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/loki/api/v1/query_range",
+        "/loki/api/v1/query",
+        "/loki/api/v1/index/stats",
+        "/loki/api/v1/index/volume",
+        "/loki/api/v1/index/volume_range",
+        "/loki/api/v1/patterns",
+        "/loki/api/v1/detected_fields",
+        "/loki/api/v1/tail",
+        "/api/prom/query",
+    ],
+)
+def test_a_missing_query_is_parsed_as_the_empty_one(app, path):
+    response = send(app, "GET", path)
+    assert (response.status_code, response.text) == (400, EMPTY_QUERY), path
+
+
+def test_format_query_answers_its_own_json_for_a_query_that_does_not_parse(app):
+    response = send(app, "GET", "/loki/api/v1/format_query")
+    assert response.status_code == 400 and response.json() == {"status": "invalid-query", "error": EMPTY_QUERY}
+    response = send(app, "GET", "/loki/api/v1/format_query?query={a=")
+    assert response.json() == {
+        "status": "invalid-query",
+        "error": "parse error at line 1, col 4: syntax error: unexpected $end, expecting STRING",
+    }
