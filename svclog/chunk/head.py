@@ -98,6 +98,45 @@ class SealedChunk:
         )
 
 
+class PendingChunk(SealedChunk):
+    """A head cut on the append that filled it, sealed (joined, sorted, de-duplicated) when its
+    table is first read: by the flush's upload, outside the ingester's lock, or by a select.
+
+    Sealing on append held the lock for every head one push filled (~2-20 ms each, several
+    at once when streams grow alike) and the push that filled them waited for all of it. The
+    bounds and seal stamp are fixed at the cut; the parts are immutable, so two threads that
+    seal at once build equal tables."""
+
+    def __init__(self, parts: list[pa.RecordBatch], min_ts: int, max_ts: int, raw_bytes: int):
+        self._parts: list[pa.RecordBatch] | None = parts
+        self._table: pa.Table | None = None
+        self._raw_bytes = raw_bytes  # the head's count until sealed (de-duplication may lower it)
+        self.min_ts, self.max_ts = min_ts, max_ts  # de-duplication keeps a first copy: bounds hold
+        self.sealed_ns = next_seal_ns()
+
+    @property
+    def table(self) -> pa.Table:
+        table = self._table
+        if table is None:
+            parts = self._parts or []
+            table = sort_dedupe(pa.Table.from_batches(parts, schema=CHUNK_SCHEMA))
+            self._raw_bytes = int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0)
+            self._table, self._parts = table, None
+        return table
+
+    @table.setter
+    def table(self, value: pa.Table) -> None:
+        self._table, self._parts = value, None
+
+    @property
+    def raw_bytes(self) -> int:
+        return self._raw_bytes
+
+    @raw_bytes.setter
+    def raw_bytes(self, value: int) -> None:
+        self._raw_bytes = value
+
+
 def entries_batch(ts: list[int], lines: list[str], metadata: list | None) -> pa.RecordBatch:
     """Entries as one CHUNK_SCHEMA record batch (metadata: per-entry pair lists, or None)."""
     md_type = CHUNK_SCHEMA.field("metadata").type
@@ -181,4 +220,7 @@ class HeadBlock:
         self._shared = False
 
     def seal(self) -> SealedChunk:
-        return SealedChunk.from_table(self.table())
+        """This head as a chunk; the joining, sorting and de-duplication wait for its first read."""
+        if self._table is not None:  # joined already (a select read it): nothing left to defer
+            return SealedChunk.from_table(self._table)
+        return PendingChunk(list(self._parts), self.min_ts, self.max_ts, self.raw_bytes)

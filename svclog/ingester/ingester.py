@@ -252,6 +252,9 @@ class Ingester:
                         stream.cut()
                     else:
                         stream.head.compact()  # bounds how long one push's buffers stay pinned
+                # a waiting push gets the lock now: Python's locks are not fair, and this thread
+                # took it straight back for the next stream (a push waited for the whole pass)
+                time.sleep(0)
             with self._lock:
                 pending: dict[str, list[tuple[MemoryStream, list[SealedChunk]]]] = {}
                 for inst in self.tenants.values():
@@ -301,7 +304,7 @@ class Ingester:
                 # only references: concatenating every head here (~1 s per 120 MB of heads
                 # appended to since the last compaction) stalled every push for that long
                 taken = [
-                    (inst.tenant, stream.labels.items, [c.table for c in stream.sealed], stream.head.parts())
+                    (inst.tenant, stream.labels.items, list(stream.sealed), stream.head.parts())
                     for inst in self.tenants.values()
                     for stream in inst.streams.values()
                     if stream.sealed or len(stream.head)  # retained chunks are in the store already
@@ -309,8 +312,9 @@ class Ingester:
                 covered = self.wal.rotate()
             # Copying, pickling and fsyncing the snapshot take long: pushes go on meanwhile (into
             # the next segment, which the snapshot does not cover). Its batches are immutable.
+            # (reading a chunk cut on append seals it: here, outside the lock, if no one did yet)
             snapshot = [
-                (tenant, items, sealed + ([_own_table(parts)] if parts else []))
+                (tenant, items, [c.table for c in sealed] + ([_own_table(parts)] if parts else []))
                 for tenant, items, sealed, parts in taken
             ]
             self.wal.write_checkpoint(covered, snapshot)

@@ -1,5 +1,7 @@
 """HeadBlock keeps its own buffers: slices of a whole push are copied out by compact()."""
 
+import pyarrow as pa
+
 from svclog.chunk.head import HeadBlock, entries_batch
 
 
@@ -39,3 +41,19 @@ def test_compact_copies_only_what_arrived_since_the_last_compaction():
     assert table.column("metadata").to_pylist() == [[("k", "v")], None, None, None, None]
     head.compact()  # nothing shared since: nothing copied
     assert _line_buffers(head) == [table.column("line").chunk(0).buffers()[2].address]
+
+
+def test_a_sealed_head_is_joined_sorted_and_deduplicated_when_first_read():
+    from svclog.chunk.head import PendingChunk, SealedChunk
+
+    head = HeadBlock()
+    head.append_batch(entries_batch([5, 3], ["e", "c"], None), 3, 5, 2)
+    head.append_batch(entries_batch([3, 1], ["c", "a"], None), 1, 3, 2)  # a replayed copy of (3, "c")
+    chunk = head.seal()
+    assert isinstance(chunk, PendingChunk)
+    assert (chunk.min_ts, chunk.max_ts, chunk.raw_bytes) == (1, 5, 4)  # known at the cut, before any work
+    later = SealedChunk.from_table(pa.Table.from_batches([entries_batch([9], ["z"], None)]))
+    assert chunk.sealed_ns < later.sealed_ns  # stamped at the cut: seal order is cut order
+    assert chunk.table.column("ts").to_pylist() == [1, 3, 5]
+    assert chunk.table.column("line").to_pylist() == ["a", "c", "e"]
+    assert chunk.raw_bytes == 3  # exact once sealed

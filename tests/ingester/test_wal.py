@@ -77,3 +77,26 @@ def test_checkpoint_is_pickled_into_the_file_without_a_copy_in_memory(tmp_path):
     assert peak < table.nbytes / 4  # pickle.dumps built the whole ~22 MB payload as one bytes object
     snapshot, records = WAL(tmp_path).replay()
     assert snapshot[0][2][0].equals(table) and list(records) == []
+
+
+def test_appends_are_fsynced_by_a_thread_of_their_own_within_the_interval(tmp_path, monkeypatch):
+    import os
+    import threading
+    import time
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(threading.current_thread().name), real_fsync(fd)))
+    wal = WAL(tmp_path, fsync_interval=0.5)
+    for i in range(20):  # appends never wait for the disk (an fsync under the ingester's lock stalled pushes)
+        wal.append(i)
+    assert synced == []
+    deadline = time.monotonic() + 5
+    while not synced and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert synced and set(synced) == {"wal-fsync"}
+    count = len(synced)
+    time.sleep(1.2)
+    assert len(synced) == count  # nothing written since: no more fsyncs
+    wal.close()
+    assert list(WAL(tmp_path).replay()[1]) == list(range(20))
