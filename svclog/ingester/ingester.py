@@ -243,6 +243,7 @@ class Ingester:
             # (~1 s for 120 MB of heads) stalled every push for that long
             for stream in every:
                 with self._lock:
+                    head = None
                     if force or stream.cut_reason(
                         now,
                         self.settings.chunk_target_size,
@@ -251,7 +252,9 @@ class Ingester:
                     ):
                         stream.cut()
                     else:
-                        stream.head.compact()  # bounds how long one push's buffers stay pinned
+                        head = stream.head
+                if head is not None:
+                    head.compact(self._lock)  # bounds how long one push's buffers stay pinned; copies unlocked
                 # a waiting push gets the lock now: Python's locks are not fair, and this thread
                 # took it straight back for the next stream (a push waited for the whole pass)
                 time.sleep(0)

@@ -57,3 +57,24 @@ def test_a_sealed_head_is_joined_sorted_and_deduplicated_when_first_read():
     assert chunk.table.column("ts").to_pylist() == [1, 3, 5]
     assert chunk.table.column("line").to_pylist() == ["a", "c", "e"]
     assert chunk.raw_bytes == 3  # exact once sealed
+
+
+def test_a_compaction_copies_outside_the_lock_and_keeps_what_was_appended_meanwhile():
+    head = HeadBlock()
+    push = entries_batch([1, 2, 3], ["a", "bb", "ccc"], None)
+    head.append_batch(push.slice(0, 2), 1, 2, 3, shared=True)
+    held: list[bool] = []
+
+    class AppendsWhileUnlocked:
+        def __enter__(self):
+            held.append(True)
+            if len(held) == 2:  # the copy ran unlocked: a push got in before the swap
+                head.append_batch(push.slice(2, 1), 3, 3, 3, shared=True)
+
+        def __exit__(self, *exc):
+            return False
+
+    head.compact(AppendsWhileUnlocked())
+    assert len(held) == 2
+    assert head.parts()[0].column(1).buffers()[2].address != push.column(1).buffers()[2].address
+    assert head.table().column("line").to_pylist() == ["a", "bb", "ccc"]

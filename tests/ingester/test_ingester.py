@@ -187,7 +187,7 @@ def test_the_flush_tick_lets_pushes_in_between_streams(parts):
     ing.push("t1", [_stream("a", [1], ["x"]), _stream("b", [1], ["y"])])
     events: list = []
     for stream in ing.tenants["t1"].streams.values():
-        stream.head.compact = lambda name=stream.labels.to_dict()["app"]: events.append(name)  # noqa: B008  binds this stream's name now
+        stream.head.compact = lambda lock, name=stream.labels.to_dict()["app"]: events.append(name)  # noqa: B008  binds this stream's name now
     ing._lock = _DepthLock(events)
     ing.flush()
     compacted = [i for i, e in enumerate(events) if e != "free"]
