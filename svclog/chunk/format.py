@@ -87,10 +87,12 @@ class ChunkLayout:
 
     @property
     def index(self) -> TokenIndex | None:
+        # idempotent, so threads sharing a cached layout may race here (the decoded words are a
+        # view of the footer's bytes: keeping the bytes costs nothing)
         if not self._decoded:
             index = TokenIndex.decode(self._index_bytes)
             self._index = index if index is not None and len(index) == len(self.bounds) else None
-            self._index_bytes, self._decoded = None, True
+            self._decoded = True
         return self._index
 
     @classmethod

@@ -71,6 +71,7 @@ def test_layout_decodes_the_token_index_only_when_asked():
     assert isinstance(layout, ChunkLayout) and layout._index is None
     assert len(decode_chunk(data, 0, 10, layout=layout)) == 3 and layout._index is None
     assert layout.index is not None and len(layout.index) == len(layout.bounds) == 1
+    assert layout.index is layout.index  # decoded once, then kept
 
 
 def test_unknown_encoding_is_rejected():
