@@ -12,6 +12,7 @@ from typing import TypeVar
 import pyarrow as pa
 import ray
 
+from svclog.actors.answers import pack_answer
 from svclog.actors.calls import call_cancelled
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.indexgateway_actor import GatewayIndex
@@ -127,8 +128,8 @@ class QuerierActor:
                 del guard
                 if not answered:  # cancelled or failed: what it read is garbage now
                     release_unused_memory()
-            scheduler.complete.remote(assignment.ticket, [ray.put(partial)])
-            del partial  # the answer lives in the object store now; free this slot's memory
+            scheduler.complete.remote(assignment.ticket, pack_answer(partial, ray.put))
+            del partial  # the answer is pickled (or in the object store) now; free this slot's memory
             release_unused_memory()
 
     def set_log_level(self, level: str) -> str:

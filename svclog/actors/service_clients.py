@@ -15,6 +15,7 @@ from typing import Any
 
 from ray.exceptions import ObjectLostError
 
+from svclog.actors.answers import unpack_answer
 from svclog.actors.calls import (
     CALL_TIMEOUT_S,
     QUERY_TIMEOUT_S,
@@ -188,10 +189,10 @@ class SchedulerClient:
             box = await acall(self._scheduler().result, ticket, wait, timeout=None)
         except TicketLost as err:
             raise AnswerLost(str(err)) from None
-        # the answer is an object its querier owns: fetched here, so one lost with a querier that
-        # died right after answering is queued again
+        # a large answer is an object its querier owns: fetched here, so one lost with a querier
+        # that died right after answering is queued again (small ones come inline: answers.py)
         try:
-            return await awaitable(box[0])
+            return await unpack_answer(box, awaitable)
         except ObjectLostError as err:  # OwnerDiedError included
             raise AnswerLost(str(err).splitlines()[0]) from None
         except Exception as err:  # noqa: BLE001 - re-raised as the caller's error

@@ -1,0 +1,52 @@
+"""Sub-query answers through the scheduler: small ones inline, large ones by reference (Ray-free)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from svclog.actors.answers import INLINE_ANSWER_BYTES, pack_answer, unpack_answer
+from svclog.model import Labels
+
+
+class FakeStore:
+    """Stands in for the object store: `put` hands out a key, `fetch` awaits its value."""
+
+    def __init__(self) -> None:
+        self.objects: dict[int, object] = {}
+
+    def put(self, value: object) -> int:
+        key = len(self.objects) + 1
+        self.objects[key] = value
+        return key
+
+    async def fetch(self, key: int) -> object:
+        return self.objects[key]
+
+
+def roundtrip(answer: object, store: FakeStore) -> object:
+    return asyncio.run(unpack_answer(pack_answer(answer, store.put), store.fetch))
+
+
+def test_small_answer_travels_inline_and_comes_back_equal():
+    store = FakeStore()
+    answer = {"series": [(Labels.from_dict({"app": "api"}), [(1, 2.0), (2, 3.5)])]}
+    box = pack_answer(answer, store.put)
+    assert isinstance(box[0], bytes) and not store.objects
+    assert roundtrip(answer, store) == answer
+
+
+def test_large_answer_goes_by_reference():
+    store = FakeStore()
+    answer = [f"line {i:08d} " + "x" * 90 for i in range(INLINE_ANSWER_BYTES // 50)]
+    box = pack_answer(answer, store.put)
+    assert not isinstance(box[0], bytes) and len(store.objects) == 1
+    assert asyncio.run(unpack_answer(box, store.fetch)) == answer
+
+
+def test_answer_plain_pickle_refuses_goes_as_the_object():
+    store = FakeStore()
+    answer = threading.Lock()  # pickle refuses it; the object store's serializer decides
+    box = pack_answer(answer, store.put)
+    assert store.objects[box[0]] is answer
+    assert asyncio.run(unpack_answer(box, store.fetch)) is answer
