@@ -119,7 +119,11 @@ class PendingChunk(SealedChunk):
     def table(self) -> pa.Table:
         table = self._table
         if table is None:
-            parts = self._parts or []
+            parts = self._parts
+            if parts is None:  # another thread sealed it meanwhile (it sets the table first)
+                sealed = self._table
+                assert sealed is not None
+                return sealed
             table = sort_dedupe(pa.Table.from_batches(parts, schema=CHUNK_SCHEMA))
             self._raw_bytes = int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0)
             self._table, self._parts = table, None
