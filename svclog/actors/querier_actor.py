@@ -16,6 +16,7 @@ from svclog.actors.answers import pack_answer
 from svclog.actors.calls import call_cancelled
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.indexgateway_actor import GatewayIndex
+from svclog.actors.malloc_trim import MallocTrimmer
 from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
@@ -204,11 +205,17 @@ class QuerierActor:
         return self._guarded(limits, lambda g: self.querier.label_values(tenants, name, start, end, query, guard=g))
 
 
+# the C heap's freed pages go back on a thread of their own, at most once a second (malloc_trim.py)
+_TRIMMER = MallocTrimmer(interval_s=1.0)
+
+
 def release_unused_memory() -> None:
     """Hand the pages Arrow's pool freed during a sub-query back to the OS. With mimalloc (the
     default) this collects the calling thread's heap, the one the sub-query allocated from: a pull
-    loop runs each sub-query on its own thread, whose freed pages mimalloc would otherwise keep."""
+    loop runs each sub-query on its own thread, whose freed pages mimalloc would otherwise keep.
+    glibc's arenas (numpy arrays, Python objects) are trimmed soon after, off this thread."""
     pa.default_memory_pool().release_unused()
+    _TRIMMER.request()
 
 
 def _try_actor(name: str):
