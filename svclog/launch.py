@@ -102,7 +102,7 @@ def connect(cfg: Config) -> None:
     if address is None and cfg.ray.object_store_memory:
         kwargs["object_store_memory"] = cfg.ray.object_store_memory
     if address is None:
-        kwargs["_system_config"] = LOCAL_RAY_SYSTEM_CONFIG
+        kwargs["_system_config"] = dict(LOCAL_RAY_SYSTEM_CONFIG)  # ray.init adds its spilling keys to it
         with lean_local_head(keep_dashboard=bool(cfg.ray.dashboard)):
             ray.init(**kwargs)
     else:

@@ -288,7 +288,7 @@ def named_actor(name: str):
 
 
 FAIR_PATHS = ("team-a", "team-b", "team-c")
-FAIR_HOURS = 96  # one sub-query per hour (split_queries_by_interval): 288 hand-outs in all
+FAIR_HOURS = 144  # one sub-query per hour (split_queries_by_interval): 432 hand-outs in all
 
 
 def _fair_query(url: str, path: str, codes: dict) -> None:
