@@ -180,6 +180,21 @@ def flood_limits(svc):
     return svc
 
 
+def _flood_entries(entry_bytes: int) -> int:
+    """Entries that overflow every bounded buffer between the ingester and a client that does not
+    read, twice over: the kernel's socket buffers on the way (HAProxy's receive window from the
+    gateway autotunes up to tcp_rmem's maximum, 32 MiB here, which once held a whole 150k flood)
+    and the ingester's buffer plus the gateway's queue (10k + 4 x 5k entries)."""
+    kernel_bytes = 4 << 20, 4 << 20  # defaults if /proc does not tell
+    try:
+        with open("/proc/sys/net/ipv4/tcp_rmem") as rmem, open("/proc/sys/net/ipv4/tcp_wmem") as wmem:
+            kernel_bytes = int(rmem.read().split()[2]), int(wmem.read().split()[2])
+    except (OSError, IndexError, ValueError):
+        pass
+    in_flight = (kernel_bytes[0] + 2 * kernel_bytes[1]) // entry_bytes + 30_000
+    return max(150_000, -(-2 * in_flight // 10_000) * 10_000)
+
+
 def test_a_client_that_does_not_read_gets_drops_not_unbounded_buffering(flood_limits):
     """Back-pressure reaches the ingesters' bounded buffers: the gateway holds no backlog.
 
@@ -187,7 +202,8 @@ def test_a_client_that_does_not_read_gets_drops_not_unbounded_buffering(flood_li
     and arrive late but complete; with it, most of the flood is dropped and reported.
     """
     svc = flood_limits
-    app, pushed, batch, filler = "tail-slow", 150_000, 5_000, "x" * 300
+    app, batch, filler = "tail-slow", 10_000, "x" * 300
+    pushed = _flood_entries(entry_bytes=len(filler) + 40)
     client = RawTailClient(svc, FLOOD_TENANT, query=f'{{app="{app}"}}', start=str(time.time_ns()))
 
     async def push_all() -> None:
