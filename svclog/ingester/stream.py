@@ -157,8 +157,8 @@ def _chunk_window(chunk: SealedChunk, start: int, end: int, probe: BlockProbe | 
 def _time_window(table: pa.Table, start: int, end: int, *, sorted_: bool) -> pa.Table:
     """Rows with start <= ts < end, as a zero-copy slice where they are one run of rows: always in
     sorted chunks, and in a head whenever its pushes arrived in time order (the usual case).
-    Slices share their chunk's buffers: a select copies them out before they travel (see
-    `PackedStreams.pack`), so a window never costs a copy of its own here."""
+    Slices share their chunk's buffers, and Ray's serializer sends only the bytes a slice views (see
+    `PackedStreams.pack`), so a window costs no copy in the ingester."""
     values = table.column("ts").to_numpy()
     if sorted_:
         lo, hi = np.searchsorted(values, [start, end], side="left")

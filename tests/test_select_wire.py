@@ -1,0 +1,54 @@
+"""A select's answer leaves the ingester through Ray's serializer, which sends only the rows a window
+views: the ingester packs windows (slices of its heads and chunks) without copying them first."""
+
+import time
+
+from ray import cloudpickle
+from ray._private.serialization import SerializationContext
+
+from svclog.ingester.instance import TenantInstance
+from svclog.model import Labels, Matcher, MatchType, StreamColumns
+
+ANY_APP = (Matcher("app", MatchType.RE, ".+"),)
+
+
+def _ray_pickled_bytes(value) -> int:
+    """Bytes of `value` as a Ray worker serializes it (in-band pickle plus out-of-band buffers)."""
+    SerializationContext(None)  # registers Ray's reducers (Arrow tables among them), as every worker does
+    buffers: list = []
+    data = cloudpickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+    return len(data) + sum(memoryview(b).nbytes for b in buffers)
+
+
+def _instance(rows: int) -> TenantInstance:
+    instance = TenantInstance("t")
+    metadata = [[("trace_id", f"t{i}")] if i % 3 == 0 else None for i in range(rows)]
+    instance.push(
+        [
+            StreamColumns(
+                Labels((("app", "a"),)), list(range(rows)), [f"line {i} " + "x" * 60 for i in range(rows)], metadata
+            )
+        ],
+        time.time_ns(),
+    )
+    return instance
+
+
+def test_a_small_window_of_a_head_travels_as_its_rows_not_the_heads_buffers():
+    instance = _instance(20_000)
+    whole = instance.select_packed(ANY_APP, 0, 20_000)
+    window = instance.select_packed(ANY_APP, 100, 110)
+    assert _ray_pickled_bytes(window) * 50 < _ray_pickled_bytes(whole)
+
+
+def test_windows_arrive_with_their_rows_and_metadata():
+    instance = _instance(1_000)
+    window = instance.select_packed(ANY_APP, 500, 520)
+    SerializationContext(None)
+    buffers: list = []
+    data = cloudpickle.dumps(window, protocol=5, buffer_callback=buffers.append)
+    ((labels, table),) = cloudpickle.loads(data, buffers=buffers).unpack()
+    ((_, sent),) = window.unpack()
+    assert labels.get("app") == "a" and table.equals(sent)
+    assert table.column("ts").to_pylist() == list(range(500, 520))
+    assert table.column("metadata").to_pylist()[1:3] == [[("trace_id", "t501")], None]
