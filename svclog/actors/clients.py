@@ -61,6 +61,7 @@ class IngesterPool:
 
     applies_line_filters = True  # ingesters apply the request's leading line filters (pushdown)
     cancellable = True  # `select` takes `on_cancel`: a cancelled query's selects are cancelled too
+    pages = True  # `select` takes `after` and `page_bytes` and answers a 4th value (StoreSource pages)
 
     def __init__(self, ring: RingClient, replication_factor: int):
         self.ring = ring
@@ -146,16 +147,34 @@ class IngesterPool:
         line_filters: tuple = (),
         deadline: float | None = None,
         on_cancel=None,
-    ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]:
-        """Entries from every ingester, how many answered, and what they scanned (before line filters).
+        after: Labels | None = None,
+        page_bytes: int = 0,
+    ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan, Labels | None]:
+        """Entries from every ingester, how many answered, what they scanned (before line filters),
+        and with `page_bytes` the last stream of this page when more remain (the next `after`).
 
         Each replica scans its own copy of a stream; as the reference (which merges every
-        ingester's stats by adding them), the scans are summed, so with RF 3 a line counts 3 times."""
+        ingester's stats by adding them), the scans are summed, so with RF 3 a line counts 3 times.
+        Replicas page on their own: the page ends at the smallest last stream among those with
+        more, and streams past it are left to the next page, where every replica sends them."""
         results = self._fan_out(
-            "select", tenant, matchers, start, end, shard, line_filters, deadline, on_cancel=on_cancel
+            "select",
+            tenant,
+            matchers,
+            start,
+            end,
+            shard,
+            line_filters,
+            deadline,
+            after,
+            page_bytes,
+            on_cancel=on_cancel,
         )
         scan = sum((packed.scan for packed in results), IngesterScan())
-        return [item for packed in results for item in packed.unpack()], len(results), scan
+        ends = [packed.more_after for packed in results if packed.more_after is not None]
+        upper = min(ends) if ends else None
+        found = [item for packed in results for item in packed.unpack() if upper is None or not upper < item[0]]
+        return found, len(results), scan, upper
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]:
         return [labels for result in self._fan_out("series", tenant, matchers, start, end) for labels in result]

@@ -110,9 +110,11 @@ class IngesterActor:
     def push(self, tenant, streams) -> None:
         self.ingester.push(tenant, streams)
 
-    def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
+    def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None, after=None, page_bytes=0):
         # a querier cancels the select of a cancelled query (ray.cancel): it stops at the next stream
-        return self.ingester.select_packed(tenant, matchers, start, end, shard, line_filters, deadline, call_cancelled)
+        return self.ingester.select_packed(
+            tenant, matchers, start, end, shard, line_filters, deadline, call_cancelled, after, page_bytes
+        )
 
     def series(self, tenant, matchers, start, end):
         return self.ingester.series(tenant, matchers, start, end)

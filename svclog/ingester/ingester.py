@@ -163,16 +163,21 @@ class Ingester:
         line_filters: tuple[ast.LineFilter, ...] = (),
         deadline: float | None = None,
         cancelled: Callable[[], bool] | None = None,
+        after: Labels | None = None,
+        page_bytes: int = 0,
     ) -> PackedStreams:
         """`select` for another process; `deadline` (the query's, wall-clock seconds) and `cancelled`
-        (true once the caller cancelled the query) stop it early."""
+        (true once the caller cancelled the query) stop it early; `after` and `page_bytes` ask for
+        one page of it (Instance.select_page)."""
         with self._lock:
             instance = self.tenants.get(tenant)
             if instance is None:
                 return PackedStreams.pack([])
-            streams, scan = instance.select_scanned(matchers, start, end, shard, line_filters, deadline, cancelled)
+            streams, scan, more_after = instance.select_page(
+                matchers, start, end, shard, line_filters, deadline, cancelled, after, page_bytes
+            )
         check_deadline(deadline, cancelled)  # nobody waits for rows of a stopped query: do not ship them
-        return PackedStreams.pack(streams, scan)  # any copy of slices runs outside the lock
+        return PackedStreams.pack(streams, scan, more_after)  # any copy of slices runs outside the lock
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
         with self._lock:

@@ -161,10 +161,35 @@ class TenantInstance:
         `deadline` (wall-clock seconds, the query's) and `cancelled` (true once the query is
         cancelled) are checked between streams, so a select whose query has timed out or was
         cancelled stops (SelectDeadlinePassed, SelectCancelled) instead of holding the ingester."""
-        out = []
+        out, scan, _ = self.select_page(matchers, start, end, shard, line_filters, deadline, cancelled)
+        return out, scan
+
+    def select_page(
+        self,
+        matchers: Iterable[Matcher],
+        start: int,
+        end: int,
+        shard: tuple[int, int] | None = None,
+        line_filters: tuple[ast.LineFilter, ...] = (),
+        deadline: float | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        after: Labels | None = None,
+        page_bytes: int = 0,
+    ) -> tuple[list[tuple[Labels, pa.Table]], IngesterScan, Labels | None]:
+        """`select_scanned` one page at a time: with `page_bytes`, streams in label order after
+        `after`, stopping once the page holds that many line bytes; the third value is the last
+        stream of a page with more to come (the next page's `after`), None when none remain. A
+        reader then holds one page of a select over the ingesters' whole memory, not all of it."""
+        out: list[tuple[Labels, pa.Table]] = []
         head_lines = head_bytes = chunk_lines = chunk_bytes = chunks = 0
         probe = block_probe(line_filters)  # flushed chunks skip blocks by their token index
-        for stream in self.matching(matchers, shard):
+        streams: Iterable[MemoryStream] = self.matching(matchers, shard)
+        if page_bytes:
+            streams = sorted((s for s in streams if after is None or after < s.labels), key=lambda s: s.labels.items)
+        held = 0
+        for stream in streams:
+            if page_bytes and held >= page_bytes:
+                return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks), out[-1][0]
             check_deadline(deadline, cancelled)
             sealed, head = stream.windows(start, end, probe=probe)
             chunks += len(sealed) + (head is not None)
@@ -180,7 +205,8 @@ class TenantInstance:
                 table = apply_line_filters(pa.concat_tables(tables) if len(tables) > 1 else tables[0], line_filters)
                 if table.num_rows:
                     out.append((stream.labels, table))
-        return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks)
+                    held += line_bytes(table) if page_bytes else 0
+        return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks), None
 
     def select_packed(
         self,
@@ -191,9 +217,13 @@ class TenantInstance:
         line_filters: tuple[ast.LineFilter, ...] = (),
         deadline: float | None = None,
         cancelled: Callable[[], bool] | None = None,
+        after: Labels | None = None,
+        page_bytes: int = 0,
     ) -> PackedStreams:
-        """`select` as one table (one transfer, one schema instead of one per stream)."""
-        return PackedStreams.pack(*self.select_scanned(matchers, start, end, shard, line_filters, deadline, cancelled))
+        """`select` (or one page of it) as one table (one transfer, one schema instead of one per stream)."""
+        return PackedStreams.pack(
+            *self.select_page(matchers, start, end, shard, line_filters, deadline, cancelled, after, page_bytes)
+        )
 
     def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:
         """(labels, entries, bytes, chunks) of matching streams with unflushed entries in [start, end):
@@ -262,15 +292,26 @@ class PackedStreams:
     with what the ingester scanned to find them (`scan`, for the query stats)."""
 
     def __init__(
-        self, labels: list[Labels], lengths: list[int], table: pa.Table | None, scan: IngesterScan = NOTHING_SCANNED
+        self,
+        labels: list[Labels],
+        lengths: list[int],
+        table: pa.Table | None,
+        scan: IngesterScan = NOTHING_SCANNED,
+        more_after: Labels | None = None,
     ):
         self.labels = labels
         self.lengths = lengths
         self.table = table
         self.scan = scan
+        self.more_after = more_after  # a page with more to come: its last stream (select_page)
 
     @classmethod
-    def pack(cls, streams: list[tuple[Labels, pa.Table]], scan: IngesterScan = NOTHING_SCANNED) -> PackedStreams:
+    def pack(
+        cls,
+        streams: list[tuple[Labels, pa.Table]],
+        scan: IngesterScan = NOTHING_SCANNED,
+        more_after: Labels | None = None,
+    ) -> PackedStreams:
         """The streams' tables as the chunks of one table, without copying a row.
 
         A window is often a slice of a head or chunk. Arrow's own pickling would send a slice's whole
@@ -279,9 +320,9 @@ class PackedStreams:
         store (tests/test_select_wire.py). Copying each window out here first cost the ingester a
         second copy of every answer: ~100 MB per half-hour sub-query at 1M lines."""
         if not streams:
-            return cls([], [], None, scan)
+            return cls([], [], None, scan, more_after)
         table = pa.concat_tables([t for _, t in streams])
-        return cls([lb for lb, _ in streams], [t.num_rows for _, t in streams], table, scan)
+        return cls([lb for lb, _ in streams], [t.num_rows for _, t in streams], table, scan, more_after)
 
     def unpack(self) -> list[tuple[Labels, pa.Table]]:
         out: list[tuple[Labels, pa.Table]] = []

@@ -28,6 +28,9 @@ from svclog.storage.chunk_store import ChunkStore, FetchStats
 from svclog.storage.index import ChunkRef
 
 TENANT_LABEL = "__tenant_id__"
+# Line bytes of unflushed entries a select asks the ingesters for at a time (a reader that pages):
+# its memory bound for them, at one ingester round trip per page (~64 pages for an hour of 3M lines)
+INGESTER_PAGE_BYTES = 32 << 20
 
 
 IngesterAnswer = tuple[list[tuple[Labels, pa.Table]], int] | tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]
@@ -152,46 +155,91 @@ class StoreSource:
     def _select_held(
         self, tenant: str, matchers: tuple[Matcher, ...], request: SelectRequest, held: list[int]
     ) -> Iterator[tuple[Labels, pa.Table]]:
-        guard = self.guard
-        guard.check()
-        parts: dict[Labels, list[pa.Table]] = {}  # the ingesters' entries
+        """Streams in label order, a page of the ingesters' streams at a time (a reader that pages)
+        with the store's chunks of the same label range: a select holds one page of unflushed
+        entries, not all of them (at 3M lines an hour's select held ~600 MB)."""
+        self.guard.check()
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
-        if self.ingesters is not None and self._ingesters_wanted(request.end):
-            try:
-                answer = self.ingesters.select(
-                    tenant,
-                    matchers,
-                    request.start,
-                    request.end,
-                    request.shard,
-                    request.line_filters,
-                    deadline=guard.deadline,
-                    **({"on_cancel": guard.on_cancel} if getattr(self.ingesters, "cancellable", False) else {}),
-                )
-            except Exception:
-                guard.check()  # a select cut short by the deadline: the query's own timeout error
-                raise
-            found, reached = answer[0], answer[1]
-            scan = answer[2] if len(answer) == 3 else None
-            self.stats.ingester_reached = max(self.stats.ingester_reached, reached)
-            self.stats.ingester_batches += reached
-            filtered = getattr(self.ingesters, "applies_line_filters", False)
-            sent_lines = sent_bytes = 0
-            for labels, table in found:
-                sent_lines += table.num_rows
-                if scan is None:  # a reader that does not say what it scanned: count what it sent
-                    sent_bytes += _line_bytes(table)
-                if not filtered:  # a reader that ignores the hint: filter here, the engine will not
-                    table = apply_line_filters(table, request.line_filters)
-                if table.num_rows:
-                    self._hold(table, held)
-                    parts.setdefault(labels, []).append(table)
-            self.stats.ingester_lines_sent += sent_lines
-            self._count_ingester_scan(scan if scan is not None else IngesterScan(sent_lines, sent_bytes))
-        # listed up front (after the ingesters, so a chunk flushed in between is seen in one place
-        # or the other), fetched one stream at a time: a select holds one stream's decoded chunks,
-        # not every stream's (a 30-minute sub-query over 1M lines held ~110 MB of decoded chunks)
+        after: Labels | None = None
+        while True:
+            parts, upper = self._ingester_page(tenant, matchers, request, held, after)
+            yield from self._merged(tenant, matchers, request, parts, drop_deleted, after, upper)
+            self.guard.release(held[0])
+            held[0] = 0
+            if upper is None:
+                return
+            after = upper
+
+    def _ingester_page(
+        self,
+        tenant: str,
+        matchers: tuple[Matcher, ...],
+        request: SelectRequest,
+        held: list[int],
+        after: Labels | None,
+    ) -> tuple[dict[Labels, list[pa.Table]], Labels | None]:
+        """The ingesters' entries of one page, by stream, and the page's last stream when more remain."""
+        guard = self.guard
+        parts: dict[Labels, list[pa.Table]] = {}
+        if self.ingesters is None or not self._ingesters_wanted(request.end):
+            return parts, None
+        paging = {"after": after, "page_bytes": INGESTER_PAGE_BYTES} if getattr(self.ingesters, "pages", False) else {}
+        try:
+            answer = self.ingesters.select(
+                tenant,
+                matchers,
+                request.start,
+                request.end,
+                request.shard,
+                request.line_filters,
+                deadline=guard.deadline,
+                **({"on_cancel": guard.on_cancel} if getattr(self.ingesters, "cancellable", False) else {}),
+                **paging,
+            )
+        except Exception:
+            guard.check()  # a select cut short by the deadline: the query's own timeout error
+            raise
+        found, reached = answer[0], answer[1]
+        scan = answer[2] if len(answer) >= 3 else None
+        upper = answer[3] if len(answer) >= 4 else None
+        self.stats.ingester_reached = max(self.stats.ingester_reached, reached)
+        self.stats.ingester_batches += reached
+        filtered = getattr(self.ingesters, "applies_line_filters", False)
+        sent_lines = sent_bytes = 0
+        for labels, table in found:
+            sent_lines += table.num_rows
+            if scan is None:  # a reader that does not say what it scanned: count what it sent
+                sent_bytes += _line_bytes(table)
+            if not filtered:  # a reader that ignores the hint: filter here, the engine will not
+                table = apply_line_filters(table, request.line_filters)
+            if table.num_rows:
+                self._hold(table, held)
+                parts.setdefault(labels, []).append(table)
+        self.stats.ingester_lines_sent += sent_lines
+        self._count_ingester_scan(scan if scan is not None else IngesterScan(sent_lines, sent_bytes))
+        return parts, upper
+
+    def _merged(
+        self,
+        tenant: str,
+        matchers: tuple[Matcher, ...],
+        request: SelectRequest,
+        parts: dict[Labels, list[pa.Table]],
+        drop_deleted: Callable[[Labels, pa.Table], pa.Table] | None,
+        after: Labels | None,
+        upper: Labels | None,
+    ) -> Iterator[tuple[Labels, pa.Table]]:
+        """Each stream of the label range (after, upper] with its flushed chunks, in label order."""
+        # listed after the ingesters' page, so a chunk flushed in between is seen in one place or
+        # the other; fetched one stream at a time: a select holds one stream's decoded chunks, not
+        # every stream's (a 30-minute sub-query over 1M lines held ~110 MB of decoded chunks)
         refs = self.index.chunk_refs(tenant, matchers, request.start, request.end, request.shard)
+        if after is not None or upper is not None:
+            refs = {
+                labels: chunk_refs
+                for labels, chunk_refs in refs.items()
+                if (after is None or after < labels) and (upper is None or not upper < labels)
+            }
         self.stats.store_chunks_ref += sum(len(chunk_refs) for chunk_refs in refs.values())
         fetch = FetchStats()
         line_probe = self._probe(request.line_filters, ())

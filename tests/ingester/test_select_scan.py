@@ -8,6 +8,7 @@ from svclog.ingester.stream import line_bytes
 from svclog.logql.parser import parse
 from svclog.logql.source import IngesterScan, SelectRequest
 from svclog.model import Labels, Matcher, MatchType, StreamColumns
+from svclog.querier import source as source_module
 from svclog.querier.source import StoreSource
 from svclog.querier.stats import build_stats
 from svclog.storage.chunk_store import ChunkStore
@@ -80,17 +81,22 @@ class _Pool(IngesterPool):
     def __init__(self, instances: list[TenantInstance]):
         self.instances = instances
 
-    def _fan_out(self, method, tenant, matchers, start, end, shard, line_filters, deadline=None, on_cancel=None):
+    def _fan_out(
+        self, method, tenant, matchers, start, end, shard, line_filters, deadline, after, pages, on_cancel=None
+    ):
         assert method == "select"
-        return [i.select_packed(matchers, start, end, shard, line_filters, deadline) for i in self.instances]
+        return [
+            i.select_packed(matchers, start, end, shard, line_filters, deadline, None, after, pages)
+            for i in self.instances
+        ]
 
 
 def test_pool_sums_every_ingesters_scan_as_the_reference():
     replicas = [_instance(_stream("a", [1, 2, 3], ["hello", "bye", "other"])) for _ in range(2)]
-    found, reached, scan = _Pool(replicas).select("t", ANY_APP, 0, 10, None, HELLO)
-    assert (len(found), reached) == (2, 2)
+    found, reached, scan, more_after = _Pool(replicas).select("t", ANY_APP, 0, 10, None, HELLO)
+    assert (len(found), reached, more_after) == (2, 2, None)
     assert scan == IngesterScan(head_lines=6, head_bytes=26, chunks=2)
-    assert _Pool([]).select("t", ANY_APP, 0, 10, None)[1:] == (0, IngesterScan())
+    assert _Pool([]).select("t", ANY_APP, 0, 10, None)[1:] == (0, IngesterScan(), None)
 
 
 def test_query_stats_count_lines_the_filter_dropped(tmp_path):
@@ -111,3 +117,36 @@ def test_query_stats_count_lines_the_filter_dropped(tmp_path):
 def test_an_empty_pack_still_carries_its_scan():
     assert PackedStreams.pack([], IngesterScan(head_lines=1)).scan.head_lines == 1
     assert PackedStreams.pack([]).scan == IngesterScan()
+
+
+def test_a_page_ends_after_the_stream_that_fills_it_and_the_next_starts_after_it():
+    instance = _instance(*(_stream(app, [1, 2], ["x" * 10, "y" * 10]) for app in "dcba"))
+    pages, after = [], None
+    while True:
+        found, _, after = instance.select_page(ANY_APP, 0, 10, after=after, page_bytes=30)
+        pages.append([labels.get("app") for labels, _ in found])
+        if after is None:
+            break
+    assert pages == [["a", "b"], ["c", "d"]]
+
+
+def test_a_paged_select_answers_as_one_select_with_replicas_paging_apart(tmp_path, monkeypatch):
+    """Replicas holding different streams page on their own: the pool cuts each page at the
+    smallest last stream, and the source merges each page with the store's chunks of its range."""
+    apps = [f"app{i:02d}" for i in range(12)]
+    full = _instance(*(_stream(app, [1, 2, 3], [f"{app} one", f"{app} two", "z" * 50]) for app in apps))
+    partial = _instance(*(_stream(app, [1, 2, 3], [f"{app} one", f"{app} two", "z" * 50]) for app in apps[::3]))
+    for app in apps[:6]:
+        _cut(full, app)
+    store = ObjectStore(str(tmp_path / "s"))
+    chunks = ChunkStore(store)
+
+    def select_all(page_bytes: int) -> list[tuple[str | None, list[str]]]:
+        monkeypatch.setattr(source_module, "INGESTER_PAGE_BYTES", page_bytes)
+        source = StoreSource(["t"], IndexReader(store), chunks, _Pool([full, partial]))
+        return [(b.labels.get("app"), b.line.to_pylist()) for b in source.select_logs(SelectRequest(ANY_APP, 0, 10))]
+
+    whole = select_all(0)
+    assert [app for app, _ in whole] == apps and all(len(lines) == 3 for _, lines in whole)
+    assert select_all(1) == whole  # one stream a page
+    assert select_all(150) == whole  # pages of two or three streams, cut apart on the two replicas

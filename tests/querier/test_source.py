@@ -1,6 +1,8 @@
+from svclog.actors.clients import IngesterPool
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.logql.source import SelectRequest
 from svclog.model import Labels, Matcher, MatchType, StreamColumns
+from svclog.querier import source as source_module
 from svclog.querier.source import StoreSource
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
@@ -119,3 +121,44 @@ def test_store_chunks_are_fetched_one_stream_at_a_time(tmp_path):
         assert counting.fetched == seen
     assert seen == ["a", "b", "c"]
     assert source.stats.store_chunks_downloaded == 3 and source.stats.store_lines == 6
+
+
+class PagingReplicas(IngesterPool):
+    """The pool's paged select (as the querier's) over in-process ingesters."""
+
+    def __init__(self, ingesters):
+        self.ingesters = ingesters
+
+    def _fan_out(
+        self, method, tenant, matchers, start, end, shard, line_filters, deadline, after, pages, on_cancel=None
+    ):
+        return [
+            ing.select_packed(tenant, matchers, start, end, shard, line_filters, deadline, None, after, pages)
+            for ing in self.ingesters
+        ]
+
+    def series(self, tenant, matchers, start, end):
+        return [s for ing in self.ingesters for s in ing.series(tenant, matchers, start, end)]
+
+
+def test_pages_of_unflushed_streams_each_take_the_flushed_chunks_of_their_label_range(tmp_path, monkeypatch):
+    store, chunks, ings = _setup(tmp_path)
+    gone = Ingester(IngesterSettings("gone", str(tmp_path / "gone")), chunks)
+    apps = [f"app{i:02d}" for i in range(10)]
+    for app in apps[::2]:  # flushed by an ingester that left: only the store has these
+        _push([gone], "t", app, [1, 2], [f"{app} flushed", f"{app} also"])
+    gone.flush(force=True)
+    for app in apps:
+        _push(ings, "t", app, [5, 6], [f"{app} fresh", "y" * 40])
+    any_app = (Matcher("app", MatchType.RE, ".+"),)
+
+    def lines(page_bytes: int) -> list[tuple[str | None, list[str]]]:
+        monkeypatch.setattr(source_module, "INGESTER_PAGE_BYTES", page_bytes)
+        source = StoreSource(["t"], IndexReader(store), chunks, PagingReplicas(ings))
+        return [(b.labels.get("app"), b.line.to_pylist()) for b in source.select_logs(SelectRequest(any_app, 0, 10))]
+
+    whole = lines(0)
+    assert [app for app, _ in whole] == apps
+    assert whole[0][1] == ["app00 flushed", "app00 also", "app00 fresh", "y" * 40]
+    for page_bytes in (1, 60, 130):
+        assert lines(page_bytes) == whole
