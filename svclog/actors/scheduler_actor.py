@@ -21,9 +21,9 @@ import ray
 
 from svclog.actors.options import NAMESPACE
 from svclog.actors.querier_scaler import QuerierPool, scaling_enabled
-from svclog.config import Config
+from svclog.config import Config, limits_for
 from svclog.log_level import apply_level
-from svclog.logql.engine.guard import QueryTimedOut
+from svclog.logql.engine.guard import QueryTimedOut, smallest_positive
 from svclog.scheduler import (
     ActorPath,
     Assignment,
@@ -34,6 +34,7 @@ from svclog.scheduler import (
     SchedulerSettings,
     SchedulerStats,
 )
+from svclog.scheduler.querier_shard import MaxQueriers, max_consumers
 
 SCHEDULER_NAME = "scheduler"
 SCALING_PERIOD_S = 1.0  # how often the querier pool samples the load and decides
@@ -79,10 +80,23 @@ def scheduler_options(cfg: Config) -> dict:
     }
 
 
+def tenant_queriers(cfg: Config) -> MaxQueriers:
+    """`max_queriers_per_tenant` / `max_query_capacity` of a tenant key (the smallest positive
+    of a multi-tenant query's tenants), from the limits with their runtime overrides."""
+
+    def count(key: str, all_queriers: int) -> int:
+        per_tenant = (limits_for(cfg, tenant) for tenant in key.split("|"))
+        return smallest_positive(
+            max_consumers(lim.max_queriers_per_tenant, lim.max_query_capacity, all_queriers) for lim in per_tenant
+        )
+
+    return count
+
+
 class SchedulerActor:
     def __init__(self, cfg: Config, node_of: Callable[[str], str] = node_of_actor):
         apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
-        self.scheduler: Scheduler[Any] = Scheduler(scheduler_settings(cfg))
+        self.scheduler: Scheduler[Any] = Scheduler(scheduler_settings(cfg), max_queriers=tenant_queriers(cfg))
         self._node_of = node_of
         # (querier id, incarnation) -> the lookup of its node (one per querier process)
         self._nodes: dict[tuple[str, str], asyncio.Task] = {}
@@ -111,7 +125,8 @@ class SchedulerActor:
         loop = asyncio.get_running_loop()
         for ticket in tickets:
             self._outcomes[ticket] = loop.create_future()
-        await self._wake(len(tickets))
+        # a querier woken for a tenant outside its shard takes nothing: wake them all then
+        await self._wake(len(tickets), every=self.scheduler.restricts(tenant))
         return tickets
 
     async def result(self, ticket: int, timeout: float | None = None) -> Any:
@@ -250,10 +265,13 @@ class SchedulerActor:
                 outcome.set_exception(QuerierLostError(f"sub-query lost with its querier {attempts} times"))
         await self._wake(len(released.requeued))
 
-    async def _wake(self, count: int) -> None:
+    async def _wake(self, count: int, every: bool = False) -> None:
         if count:
             async with self._work:
-                self._work.notify(count)
+                if every:
+                    self._work.notify_all()
+                else:
+                    self._work.notify(count)
 
 
 RemoteScheduler = ray.remote(SchedulerActor)

@@ -11,7 +11,7 @@ for each node's queriers, not only for all of them together. Deterministic, no t
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Generic, NamedTuple, TypeVar
 
 from svclog.model import RateLimitError
@@ -78,15 +78,18 @@ class FairQueue(Generic[T]):
         node = self._where.pop(ticket, None)
         return node is not None and node.remove(ticket)
 
-    def dequeue(self, group: str = "") -> Dequeued[T] | None:
-        """The next item in `group`'s turns (one group: plain round-robin)."""
+    def dequeue(self, group: str = "", may_serve: Callable[[str], bool] | None = None) -> Dequeued[T] | None:
+        """The next item in `group`'s turns (one group: plain round-robin). `may_serve(tenant)`:
+        whether the asking querier may take that tenant's work (its querier shard); tenants it
+        may not serve are passed over and keep their turn for the queriers that may."""
         if not self._root.active:
             return None
         # how many of the served tenant's first-level queues compete for this turn (fairness metrics)
-        served = self._root.next_key(group)
-        assert served is not None  # items queue under a tenant (never empty), not at the root
+        served = self._root.next_key(group) if may_serve is None else self._root.next_child(group, may_serve)
+        if served is None:
+            return None  # every tenant with work is sharded away from this querier
         contenders = len(self._root.children[served].active)
-        taken = self._root.pop(group)
+        taken = self._root.pop(group, None if may_serve is None else served)
         if taken is None:
             return None
         ticket, item, node = taken

@@ -13,7 +13,7 @@ touches one node per level (and each group's order there), never the queued item
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -44,6 +44,13 @@ class QueueNode(Generic[T]):
     def next_key(self, group: str) -> Key:
         """The participant the group serves next here (the node must have work)."""
         return next(iter(self.order(group)))
+
+    def next_child(self, group: str, allowed: Callable[[str], bool]) -> str | None:
+        """The first child in the group's order here that `allowed` accepts (None: none does)."""
+        for key in self.order(group):
+            if key is not LOCAL and allowed(key):
+                return key
+        return None
 
     def _join(self, key: Key) -> None:
         self.active[key] = None
@@ -81,14 +88,15 @@ class QueueNode(Generic[T]):
                 node.parent._join(node.name)
             node = node.parent
 
-    def pop(self, group: str = "") -> tuple[int, T, QueueNode[T]] | None:
+    def pop(self, group: str = "", first: str | None = None) -> tuple[int, T, QueueNode[T]] | None:
         """Take the next item in `group`'s round-robin at every level below this node:
-        (ticket, item, its node)."""
+        (ticket, item, its node). `first`: the child to take it from here (its turn comes
+        before the others' it skipped, which keep their places)."""
         if self.size == 0:
             return None
         node = self
         while True:
-            key = node.next_key(group)
+            key = node.next_key(group) if first is None or node is not self else first
             if key is LOCAL:
                 ticket, item = node.local.popitem(last=False)
                 break

@@ -26,6 +26,7 @@ from typing import Generic, TypeVar
 
 from svclog.scheduler.actor_path import ActorPath, limit_depth
 from svclog.scheduler.fair_queue import DEFAULT_MAX_LEVELS, DEFAULT_MAX_OUTSTANDING, FairQueue
+from svclog.scheduler.querier_shard import MaxQueriers, QuerierShards
 
 T = TypeVar("T")
 FORGOTTEN_KEPT = 1024  # forgotten querier ids remembered (their late calls get no work)
@@ -116,8 +117,13 @@ class Scheduler(Generic[T]):
         settings: SchedulerSettings = SchedulerSettings(),
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        max_queriers: MaxQueriers | None = None,
     ):
+        """`max_queriers(tenant, live queriers)`: how many queriers may run the tenant's work
+        (0: all); each tenant then gets a stable subset of that many (see querier_shard)."""
         self.settings = settings
+        self.shards = QuerierShards(max_queriers)
+        self._members_changed = True
         self.queue: FairQueue[T] = FairQueue(settings.max_outstanding_per_tenant, settings.max_queue_hierarchy_levels)
         self._clock = clock
         self._wall = wall
@@ -168,11 +174,16 @@ class Scheduler(Generic[T]):
         querier = self._queriers.get(querier_id)
         if querier is None:
             querier = self._queriers[querier_id] = _Querier("")
+            self._members_changed = True
         querier.seen_at = self._clock()
         if querier.shutting_down:
             return None
+        may_serve = None
+        if self.shards.enabled:
+            self._update_members()
+            may_serve = lambda tenant: self.shards.may_serve(tenant, querier_id)  # noqa: E731
         while True:
-            taken = self.queue.dequeue(querier.group)
+            taken = self.queue.dequeue(querier.group, may_serve)
             if taken is None:
                 return None
             entry = self._tickets[taken.ticket]
@@ -191,6 +202,22 @@ class Scheduler(Generic[T]):
             Dispatch(taken.ticket, entry.tenant, entry.path, querier_id, taken.contenders, querier.group)
         )
         return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts, entry.deadline)
+
+    def _update_members(self) -> None:
+        if self._members_changed:
+            self._members_changed = False
+            self.shards.set_queriers(q for q, state in self._queriers.items() if not state.shutting_down)
+
+    def querier_shard(self, tenant: str) -> frozenset[str] | None:
+        """The queriers that may take `tenant`'s work now (None: every querier)."""
+        if not self.shards.enabled:
+            return None
+        self._update_members()
+        return self.shards.allowed(tenant)
+
+    def restricts(self, tenant: str) -> bool:
+        """Whether only some queriers may take `tenant`'s work (a wake-up must reach them all)."""
+        return self.querier_shard(tenant) is not None
 
     def take_expired(self) -> list[int]:
         """Tickets dropped from the queue past their deadline since the last call."""
@@ -239,12 +266,14 @@ class Scheduler(Generic[T]):
         querier = self._queriers.get(querier_id)
         if querier is None:
             self._queriers[querier_id] = _Querier(incarnation, seen_at=self._clock())
+            self._members_changed = True
             return Released()
         querier.seen_at = self._clock()
         if querier.incarnation == incarnation:
             return Released()
         querier.incarnation = incarnation
         querier.shutting_down = False
+        self._members_changed = True
         return self._release(querier)
 
     def set_group(self, querier_id: str, group: str) -> None:
@@ -265,12 +294,14 @@ class Scheduler(Generic[T]):
         querier = self._queriers.get(querier_id)
         if querier is not None:
             querier.shutting_down = True
+            self._members_changed = True
 
     def forget_querier(self, querier_id: str) -> Released:
         """A querier is gone for good: re-queue (or give up) what it was running. Calls its process
         still makes (a dequeue parked before the forget) get no work; a new process under the same
         name (another incarnation) is a new querier."""
         querier = self._queriers.pop(querier_id, None)
+        self._members_changed = True
         self._forgotten[querier_id] = querier.incarnation if querier is not None else ""
         while len(self._forgotten) > FORGOTTEN_KEPT:
             del self._forgotten[next(iter(self._forgotten))]
