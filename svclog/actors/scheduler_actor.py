@@ -85,7 +85,11 @@ def tenant_queriers(cfg: Config) -> MaxQueriers:
     of a multi-tenant query's tenants), from the limits with their runtime overrides."""
 
     def count(key: str, all_queriers: int) -> int:
-        per_tenant = (limits_for(cfg, tenant) for tenant in key.split("|"))
+        try:
+            per_tenant = [limits_for(cfg, tenant) for tenant in key.split("|")]
+        except Exception:  # noqa: BLE001 - an unreadable overrides file must not stop hand-outs
+            log.warning("tenant limits unknown, every querier may serve %s", key, exc_info=True)
+            return 0
         return smallest_positive(
             max_consumers(lim.max_queriers_per_tenant, lim.max_query_capacity, all_queriers) for lim in per_tenant
         )
