@@ -175,6 +175,10 @@ class QuerierActor:
     def index_stats(self, tenants, query, start, end, limits: QueryLimits | None = None) -> dict:
         return self._guarded(limits, lambda g: self.querier.index_stats(tenants, query, start, end, guard=g))
 
+    def read_sizes(self, tenants, windows: list, limits: QueryLimits | None = None) -> list[tuple[int, int]]:
+        """What a query's selectors would read, per window: the frontend's read budgets."""
+        return self._guarded(limits, lambda g: self.querier.read_sizes(tenants, windows, guard=g))
+
     def volume(
         self,
         tenants,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 from svclog.gocompat.strconv import parse_float, quote
 
-__all__ = ["parse_bytes"]
+__all__ = ["ibytes", "parse_bytes"]
 
 _UNITS = {
     "": 1,
@@ -66,3 +68,13 @@ def parse_bytes(text: str) -> int:
 def _quote_bytes(raw: bytes) -> str:
     """strconv.Quote of a byte string that may not be valid UTF-8 (bad bytes as \\xNN)."""
     return quote(raw.decode("utf-8", "surrogateescape"))
+
+
+def ibytes(size: int) -> str:
+    """humanize.IBytes: `82854982` -> `79 MiB`, `1536` -> `1.5 KiB`, `7` -> `7 B`."""
+    if size < 10:
+        return f"{size} B"
+    exponent = min(int(math.floor(math.log(size) / math.log(1024))), 6)
+    value = math.floor(size / 1024**exponent * 10 + 0.5) / 10
+    suffix = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")[exponent]
+    return f"{value:.0f} {suffix}" if value >= 10 else f"{value:.1f} {suffix}"

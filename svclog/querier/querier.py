@@ -120,6 +120,20 @@ class Querier:
     ) -> dict:
         return index_stats(self.index, self.ingesters, tenants, _matchers(query), start, end, guard)
 
+    def read_sizes(
+        self,
+        tenants: list[str],
+        windows: list[tuple[tuple[Matcher, ...], int, int]],
+        guard: QueryGuard | None = None,
+    ) -> list[tuple[int, int]]:
+        """(chunks, bytes) the index and the ingesters hold for each (matchers, from, through):
+        what a query's selectors would read, known before any chunk is fetched (read budgets)."""
+        sizes = []
+        for matchers, start, end in windows:
+            found = index_stats(self.index, self.ingesters, tenants, matchers, start, end, guard)
+            sizes.append((found["chunks"], found["bytes"]))
+        return sizes
+
     def volume(
         self,
         tenants: list[str],
