@@ -10,6 +10,7 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -54,6 +55,9 @@ class RingClient:
         except Exception:
             self._handles.drop(self.name)
             raise
+
+
+_NOT_ASKED = object()  # an ingester the cursor does not know (joined the ring between two pages)
 
 
 class IngesterPool:
@@ -112,20 +116,31 @@ class IngesterPool:
         with `strict` an ingester's own SvcError (e.g. a failed flush) is raised. `on_cancel`
         (a QueryGuard's) registers a hook that cancels the calls still running when the query is
         cancelled: a select not started yet never starts, a running one stops at its next stream."""
+        return [result for _, result in self._fan_out_each(method, lambda _: args, strict, on_cancel)]
+
+    def _fan_out_each(
+        self, method: str, args_for: Callable[[str], tuple | None], strict: bool = False, on_cancel=None
+    ) -> list[tuple[str, Any]]:
+        """`_fan_out` with each ingester's own arguments (`args_for(address)`; None: not asked),
+        answering (address, result) per ingester that answered."""
         ring = self.ring.get()
         members = ring.healthy_members() or list(ring.members.values())
-        refs = []
+        calls = []
         for member in members:
+            args = args_for(member.address)
+            if args is None:
+                continue
             try:
-                refs.append(getattr(self.handle(member.address), method).remote(*args))
+                calls.append((member.address, getattr(self.handle(member.address), method).remote(*args)))
             except Exception:
                 continue
+        refs = [ref for _, ref in calls]
         forget = on_cancel(lambda: cancel_calls(refs)) if on_cancel is not None else None
         results, failures = [], 0
         try:
-            for ref in refs:
+            for address, ref in calls:
                 try:
-                    results.append(ray.get(ref, timeout=QUERY_TIMEOUT_S))
+                    results.append((address, ray.get(ref, timeout=QUERY_TIMEOUT_S)))
                 except Exception as err:
                     if strict and isinstance(remote_cause(err), SvcError):
                         raise remote_cause(err) from None
@@ -147,34 +162,32 @@ class IngesterPool:
         line_filters: tuple = (),
         deadline: float | None = None,
         on_cancel=None,
-        after: Labels | None = None,
+        after: dict[str, Labels | None] | None = None,
         page_bytes: int = 0,
-    ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan, Labels | None]:
+    ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan, dict[str, Labels | None] | None]:
         """Entries from every ingester, how many answered, what they scanned (before line filters),
-        and with `page_bytes` the last stream of this page when more remain (the next `after`).
+        and with `page_bytes` where each ingester's page ended: None once none has more, else the
+        cursor to pass back as `after` for the next page (per ingester, its page's last stream;
+        None for one that has sent everything and is not asked again).
 
         Each replica scans its own copy of a stream; as the reference (which merges every
-        ingester's stats by adding them), the scans are summed, so with RF 3 a line counts 3 times.
-        Replicas page on their own: the page ends at the smallest last stream among those with
-        more, and streams past it are left to the next page, where every replica sends them."""
-        results = self._fan_out(
-            "select",
-            tenant,
-            matchers,
-            start,
-            end,
-            shard,
-            line_filters,
-            deadline,
-            after,
-            page_bytes,
-            on_cancel=on_cancel,
-        )
-        scan = sum((packed.scan for packed in results), IngesterScan())
-        ends = [packed.more_after for packed in results if packed.more_after is not None]
-        upper = min(ends) if ends else None
-        found = [item for packed in results for item in packed.unpack() if upper is None or not upper < item[0]]
-        return found, len(results), scan, upper
+        ingester's stats by adding them), the scans are summed, so with RF 3 a line counts 3 times."""
+
+        cursor: dict[str, Labels | None] = dict(after or {})
+
+        def args_for(address: str) -> tuple | None:
+            if cursor.get(address, _NOT_ASKED) is None:
+                return None  # this ingester has sent its last page
+            own = cursor.get(address)  # an ingester new to the ring starts from the first stream
+            cursor[address] = None  # finished, unless it answers that it has more (a failure: given up)
+            return (tenant, matchers, start, end, shard, line_filters, deadline, own, page_bytes)
+
+        results = self._fan_out_each("select", args_for, on_cancel=on_cancel)
+        scan = sum((packed.scan for _, packed in results), IngesterScan())
+        cursor.update((address, packed.more_after) for address, packed in results)
+        more = page_bytes and any(v is not None for v in cursor.values())
+        found = [item for _, packed in results for item in packed.unpack()]
+        return found, len(results), scan, cursor if more else None
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]:
         return [labels for result in self._fan_out("series", tenant, matchers, start, end) for labels in result]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -156,19 +156,32 @@ class StoreSource:
         self, tenant: str, matchers: tuple[Matcher, ...], request: SelectRequest, held: list[int]
     ) -> Iterator[tuple[Labels, pa.Table]]:
         """Streams in label order, a page of the ingesters' streams at a time (a reader that pages)
-        with the store's chunks of the same label range: a select holds one page of unflushed
-        entries, not all of them (at 3M lines an hour's select held ~600 MB)."""
+        with the store's chunks of the same label range: a select holds about a page of unflushed
+        entries per ingester, not all of them (at 3M lines an hour's select held ~600 MB).
+
+        Ingesters page on their own; a page is complete up to the smallest last stream of the
+        ingesters with more to send (`upper`), and what others sent past it waits for the next."""
         self.guard.check()
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
-        after: Labels | None = None
+        cursor: Any = None
+        emitted: Labels | None = None  # every stream up to this one has been yielded
+        waiting: dict[Labels, list[pa.Table]] = {}
         while True:
-            parts, upper = self._ingester_page(tenant, matchers, request, held, after)
-            yield from self._merged(tenant, matchers, request, parts, drop_deleted, after, upper)
+            found, cursor = self._ingester_page(tenant, matchers, request, held, cursor)
+            for labels, tables in found.items():
+                if emitted is None or emitted < labels:  # an ingester new to the ring resends earlier ones
+                    waiting.setdefault(labels, []).extend(tables)
+            upper = min((v for v in cursor.values() if v is not None), default=None) if cursor else None
+            page = {lb: t for lb, t in waiting.items() if upper is None or not upper < lb}
+            for labels in page:
+                del waiting[labels]
+            yield from self._merged(tenant, matchers, request, page, drop_deleted, emitted, upper)
             self.guard.release(held[0])
-            held[0] = 0
+            held[0] = sum(t.nbytes for tables in waiting.values() for t in tables)
+            self.guard.charge(held[0])
             if upper is None:
                 return
-            after = upper
+            emitted = upper
 
     def _ingester_page(
         self,
@@ -176,14 +189,15 @@ class StoreSource:
         matchers: tuple[Matcher, ...],
         request: SelectRequest,
         held: list[int],
-        after: Labels | None,
-    ) -> tuple[dict[Labels, list[pa.Table]], Labels | None]:
-        """The ingesters' entries of one page, by stream, and the page's last stream when more remain."""
+        cursor: Any,
+    ) -> tuple[dict[Labels, list[pa.Table]], Any]:
+        """The ingesters' entries of one page, by stream, and the reader's cursor for the next page
+        (None when no ingester has more, always for a reader that does not page)."""
         guard = self.guard
         parts: dict[Labels, list[pa.Table]] = {}
         if self.ingesters is None or not self._ingesters_wanted(request.end):
             return parts, None
-        paging = {"after": after, "page_bytes": INGESTER_PAGE_BYTES} if getattr(self.ingesters, "pages", False) else {}
+        paging = {"after": cursor, "page_bytes": INGESTER_PAGE_BYTES} if getattr(self.ingesters, "pages", False) else {}
         try:
             answer = self.ingesters.select(
                 tenant,
@@ -201,7 +215,7 @@ class StoreSource:
             raise
         found, reached = answer[0], answer[1]
         scan = answer[2] if len(answer) >= 3 else None
-        upper = answer[3] if len(answer) >= 4 else None
+        cursor = answer[3] if len(answer) >= 4 else None
         self.stats.ingester_reached = max(self.stats.ingester_reached, reached)
         self.stats.ingester_batches += reached
         filtered = getattr(self.ingesters, "applies_line_filters", False)
@@ -217,7 +231,7 @@ class StoreSource:
                 parts.setdefault(labels, []).append(table)
         self.stats.ingester_lines_sent += sent_lines
         self._count_ingester_scan(scan if scan is not None else IngesterScan(sent_lines, sent_bytes))
-        return parts, upper
+        return parts, cursor
 
     def _merged(
         self,

@@ -81,20 +81,24 @@ class _Pool(IngesterPool):
     def __init__(self, instances: list[TenantInstance]):
         self.instances = instances
 
-    def _fan_out(
-        self, method, tenant, matchers, start, end, shard, line_filters, deadline, after, pages, on_cancel=None
-    ):
+    def _fan_out_each(self, method, args_for, strict=False, on_cancel=None):
         assert method == "select"
-        return [
-            i.select_packed(matchers, start, end, shard, line_filters, deadline, None, after, pages)
-            for i in self.instances
-        ]
+        out = []
+        for n, instance in enumerate(self.instances):
+            args = args_for(f"i{n}")
+            if args is not None:
+                _, matchers, start, end, shard, line_filters, deadline, after, page_bytes = args
+                packed = instance.select_packed(
+                    matchers, start, end, shard, line_filters, deadline, None, after, page_bytes
+                )
+                out.append((f"i{n}", packed))
+        return out
 
 
 def test_pool_sums_every_ingesters_scan_as_the_reference():
     replicas = [_instance(_stream("a", [1, 2, 3], ["hello", "bye", "other"])) for _ in range(2)]
-    found, reached, scan, more_after = _Pool(replicas).select("t", ANY_APP, 0, 10, None, HELLO)
-    assert (len(found), reached, more_after) == (2, 2, None)
+    found, reached, scan, cursor = _Pool(replicas).select("t", ANY_APP, 0, 10, None, HELLO)
+    assert (len(found), reached, cursor) == (2, 2, None)
     assert scan == IngesterScan(head_lines=6, head_bytes=26, chunks=2)
     assert _Pool([]).select("t", ANY_APP, 0, 10, None)[1:] == (0, IngesterScan(), None)
 
@@ -141,12 +145,14 @@ def test_a_paged_select_answers_as_one_select_with_replicas_paging_apart(tmp_pat
     store = ObjectStore(str(tmp_path / "s"))
     chunks = ChunkStore(store)
 
-    def select_all(page_bytes: int) -> list[tuple[str | None, list[str]]]:
+    def select_all(page_bytes: int) -> tuple[list[tuple[str | None, list[str]]], int, int]:
         monkeypatch.setattr(source_module, "INGESTER_PAGE_BYTES", page_bytes)
         source = StoreSource(["t"], IndexReader(store), chunks, _Pool([full, partial]))
-        return [(b.labels.get("app"), b.line.to_pylist()) for b in source.select_logs(SelectRequest(ANY_APP, 0, 10))]
+        blocks = [(b.labels.get("app"), b.line.to_pylist()) for b in source.select_logs(SelectRequest(ANY_APP, 0, 10))]
+        return blocks, source.stats.ingester_lines_sent, source.stats.ingester_lines  # each stream sent once
 
     whole = select_all(0)
-    assert [app for app, _ in whole] == apps and all(len(lines) == 3 for _, lines in whole)
+    assert [app for app, _ in whole[0]] == apps and all(len(lines) == 3 for _, lines in whole[0])
+    assert whole[1:] == (48, 48)
     assert select_all(1) == whole  # one stream a page
     assert select_all(150) == whole  # pages of two or three streams, cut apart on the two replicas

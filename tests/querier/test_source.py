@@ -129,13 +129,17 @@ class PagingReplicas(IngesterPool):
     def __init__(self, ingesters):
         self.ingesters = ingesters
 
-    def _fan_out(
-        self, method, tenant, matchers, start, end, shard, line_filters, deadline, after, pages, on_cancel=None
-    ):
-        return [
-            ing.select_packed(tenant, matchers, start, end, shard, line_filters, deadline, None, after, pages)
-            for ing in self.ingesters
-        ]
+    def _fan_out_each(self, method, args_for, strict=False, on_cancel=None):
+        out = []
+        for n, ing in enumerate(self.ingesters):
+            args = args_for(f"i{n}")
+            if args is not None:
+                tenant, matchers, start, end, shard, line_filters, deadline, after, page_bytes = args
+                packed = ing.select_packed(
+                    tenant, matchers, start, end, shard, line_filters, deadline, None, after, page_bytes
+                )
+                out.append((f"i{n}", packed))
+        return out
 
     def series(self, tenant, matchers, start, end):
         return [s for ing in self.ingesters for s in ing.series(tenant, matchers, start, end)]
