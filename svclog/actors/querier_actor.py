@@ -179,6 +179,10 @@ class QuerierActor:
         """What a query's selectors would read, per window: the frontend's read budgets."""
         return self._guarded(limits, lambda g: self.querier.read_sizes(tenants, windows, guard=g))
 
+    def read_facts(self, tenants, window, windows: list, limits: QueryLimits | None = None) -> tuple:
+        """Data spans and read sizes of a query in one call (the frontend's planning round)."""
+        return self._guarded(limits, lambda g: self.querier.read_facts(tenants, window, windows, guard=g))
+
     def volume(
         self,
         tenants,

@@ -128,8 +128,10 @@ class Queriers:
         self._handles = handles or Handles()
         self._next = itertools.count()
 
-    def _pick(self) -> Any:
-        return self._handles.get(self.names[next(self._next) % len(self.names)])
+    def _pick(self, prefer: Sequence[str] | None = None) -> Any:
+        names = [n for n in self.names if n in prefer] if prefer else self.names
+        names = names or self.names
+        return self._handles.get(names[next(self._next) % len(names)])
 
     def call(self, method: str, *args: Any, timeout: float = QUERY_TIMEOUT_S) -> Any:
         """Blocking (the ruler's evaluation thread)."""
@@ -142,14 +144,22 @@ class Queriers:
                 last = err
         raise ActorUnavailable(f"no querier could answer: {last}")
 
-    async def acall(self, method: str, *args: Any, timeout: float = QUERY_TIMEOUT_S, **kwargs: Any) -> Any:
+    async def acall(
+        self,
+        method: str,
+        *args: Any,
+        timeout: float = QUERY_TIMEOUT_S,
+        prefer: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> Any:
         """The call's answer. Past `timeout`, or when the awaiting task is cancelled (the HTTP
         client went away), the call is cancelled in the querier too and CallTimeout (or the
-        cancellation) is raised."""
+        cancellation) is raised. `prefer`: the queriers to try first (round robin among them);
+        a retry goes to any."""
         last: Exception | None = None
-        for _ in range(len(self.names) + 1):
+        for attempt in range(len(self.names) + 1):
             try:
-                querier = self._pick()
+                querier = self._pick(prefer if attempt == 0 else None)
                 return await acall_cancelling(getattr(querier, method), *args, timeout=timeout, **kwargs)
             except ActorUnavailable as err:
                 last = err

@@ -168,11 +168,13 @@ class BudgetCheck:
                 template = UNSHARDABLE_TOO_MANY_BYTES
             raise QueryTooLarge(template.format(bytes=ibytes(read), limit=ibytes(limit)))
 
-    async def run(self, sizes: Sizes) -> None:
-        """Both checks: one index round for the whole query, a second only when its total is
-        over the per-querier budget (each distinct window asked once)."""
-        whole = self.whole_windows()
-        if not self.check_whole(await sizes(whole)):
+    async def run(self, sizes: Sizes, whole: Sequence[ReadSize] | None = None) -> None:
+        """Both checks: one index round for the whole query (`whole`: its sizes, when already
+        known), a second only when its total is over the per-querier budget (each distinct
+        window asked once)."""
+        if whole is None:
+            whole = await sizes(self.whole_windows())
+        if not self.check_whole(whole):
             return
         pieces = self.piece_windows()
         distinct = list(dict.fromkeys(w for piece in pieces for w in piece))

@@ -134,6 +134,19 @@ class Querier:
             sizes.append((found["chunks"], found["bytes"]))
         return sizes
 
+    def read_facts(
+        self,
+        tenants: list[str],
+        window: tuple[int, int] | None,
+        windows: list[tuple[tuple[Matcher, ...], int, int]],
+        guard: QueryGuard | None = None,
+    ) -> tuple[list[Span] | None, list[tuple[int, int]]]:
+        """What the frontend learns before it sends a query's sub-queries, in one call: where the
+        tenants hold data within `window` (None: not asked, or unknown) and the read sizes of
+        `windows` (its budgets)."""
+        spans = self.data_spans(tenants, *window) if window is not None else None
+        return spans, self.read_sizes(tenants, windows, guard)
+
     def volume(
         self,
         tenants: list[str],

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 # tenant key ("a" or "a|b" for a multi-tenant query), number of live queriers -> queriers it may use (0: all)
 MaxQueriers = Callable[[str, int], int]
@@ -77,3 +77,23 @@ class QuerierShards:
     def may_serve(self, tenant: str, querier: str) -> bool:
         shard = self.allowed(tenant)
         return shard is None or querier in shard
+
+
+def preferred_queriers(
+    queriers: Sequence[str], tenant: str, busy: Iterable[str], max_queriers: MaxQueriers
+) -> list[str]:
+    """The queriers a direct call of `tenant` (data spans, read sizes, series, labels) should go
+    to: its own shard, less the shards of the other limited tenants that have queries in flight
+    (`busy`: their heavy work saturates those queriers); all of its own shard when nothing is
+    left. The scheduler places sub-queries; this keeps the frontend's direct calls from queueing
+    behind another tenant's sub-queries on the same querier."""
+    total = len(queriers)
+    own = shard_for(tenant, queriers, max_queriers(tenant, total))
+    candidates = [q for q in queriers if own is None or q in own]
+    avoid: set[str] = set()
+    for other in set(busy) - {tenant}:
+        shard = shard_for(other, queriers, max_queriers(other, total))
+        if shard is not None:
+            avoid |= shard
+    free = [q for q in candidates if q not in avoid]
+    return free or candidates

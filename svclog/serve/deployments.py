@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import threading
 import time
@@ -15,7 +16,7 @@ from svclog.actors.calls import QUERY_TIMEOUT_S, ActorUnavailable, Handles
 from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
 from svclog.actors.options import COMPACTOR_NAME, PATTERN_INGESTER_NAME, RULER_NAME, querier_name
 from svclog.actors.registry import named_actor
-from svclog.actors.scheduler_actor import SCHEDULER_NAME
+from svclog.actors.scheduler_actor import SCHEDULER_NAME, tenant_queriers
 from svclog.actors.service_clients import (
     AnswerLost,
     CompactorClient,
@@ -28,10 +29,12 @@ from svclog.actors.service_clients import (
 from svclog.config import Config, limits_for, replication_factor
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
+from svclog.frontend.budgets import BudgetCheck, QueryTooLarge, ReadBudget, ReadSize
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.results_cache import results_cache_options
 from svclog.logql.engine.guard import QueryLimits, QueryTimedOut, smallest_positive, timeout_error
 from svclog.model import SvcError
+from svclog.scheduler.querier_shard import preferred_queriers
 from svclog.serve import query_log
 from svclog.serve.admin_backend import RayAdmin
 from svclog.serve.app import GatewaySettings, Services, build_app
@@ -102,6 +105,8 @@ class HostedFrontend:
         self.scheduler = SchedulerClient(SCHEDULER_NAME)
         self.cfg = cfg
         self._in_flight = 0  # queries this replica runs now: the planner shards only onto idle queriers
+        self._tenants_busy: collections.Counter[str] = collections.Counter()  # tenant keys with queries in flight
+        self._max_queriers = tenant_queriers(cfg)
         self.frontend = QueryFrontend(
             FrontendSettings(
                 split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
@@ -183,9 +188,17 @@ class HostedFrontend:
         if tickets:
             self.scheduler.cancel(tickets)
 
+    def _prefer(self, tenants) -> list[str]:
+        """Where this query's direct querier calls go: away from the queriers that limited
+        tenants' queries in flight keep busy (max_queriers_per_tenant)."""
+        busy = [key for key, n in self._tenants_busy.items() if n > 0]
+        return preferred_queriers(self.queriers.names, "|".join(tenants), busy, self._max_queriers)
+
     async def query(self, tenants, request, actor_path=()):
         limits = self.limits(tenants)  # the deadline runs from the query's arrival
         self._in_flight += 1  # only the event loop's thread counts: no lock
+        key = "|".join(tenants)
+        self._tenants_busy[key] += 1
         try:
             plan = self.frontend.plan(request, busy=self._in_flight - 1)
             began = time.perf_counter()
@@ -194,7 +207,7 @@ class HostedFrontend:
                 if self.frontend.results_cache is not None
                 else self.frontend.lookup(tenants, plan)  # nothing to look up: no thread hop
             )
-            empty = await self._answered_without_data(tenants, plan, limits)
+            empty = await self._before_sending(tenants, plan, limits)
             done = {**empty, **cached.hits}
             todo = [i for i in range(len(plan.subqueries)) if i not in done]
             answers = (
@@ -220,22 +233,50 @@ class HostedFrontend:
             return reply
         finally:
             self._in_flight -= 1
+            self._tenants_busy[key] -= 1
+            if self._tenants_busy[key] <= 0:
+                del self._tenants_busy[key]
 
-    async def _answered_without_data(self, tenants, plan, limits: QueryLimits) -> dict:
-        """The plan's sub-queries that cannot find data, answered here: a long range splits into
-        hundreds of pieces, each costing a scheduler round trip and a select on every ingester
-        even when its hour is empty. One querier call tells where the tenants hold entries; when
-        it fails, every sub-query is sent."""
+    def _budget_check(self, tenants, plan) -> BudgetCheck | None:
+        budget = ReadBudget.of(limits_for(self.cfg, t) for t in tenants)
+        if not budget.active:
+            return None
+        engine, ranges = self.cfg.querier.engine, self.cfg.query_range
+        return BudgetCheck(budget, plan, engine.max_look_back_period, ranges.parallelise_shardable_queries)
+
+    async def _before_sending(self, tenants, plan, limits: QueryLimits) -> dict:
+        """One querier call before the sub-queries go out. Its read sizes check the read budgets:
+        a query over one is refused (400) before any chunk is read. Its data spans answer here
+        the sub-queries that cannot find data: a long range splits into hundreds of pieces, each
+        costing a scheduler round trip and a select on every ingester even when its hour is
+        empty. When the call fails every sub-query is sent, unchecked (the reference skips its
+        check when its index stats fail)."""
         window = self.frontend.read_window(plan)
-        if window is None:
+        check = self._budget_check(tenants, plan)
+        windows = check.whole_windows() if check is not None else []
+        if window is None and not windows:
             return {}
         wait = QUERY_TIMEOUT_S if limits.deadline is None else max(0.0, limits.deadline - time.time())
+        prefer = self._prefer(tenants)
+
+        async def sizes(more: list) -> list[ReadSize]:
+            found = await self.queriers.acall("read_sizes", tenants, more, timeout=wait, limits=limits, prefer=prefer)
+            return [ReadSize(chunks, size) for chunks, size in found]
+
         try:
-            spans = await self.queriers.acall("data_spans", tenants, *window, timeout=wait, limits=limits)
-        except Exception as err:  # noqa: BLE001 - unknown extent: send everything
+            spans, whole = await self.queriers.acall(
+                "read_facts", tenants, window, windows, timeout=wait, limits=limits, prefer=prefer
+            )
+            if check is not None:
+                await check.run(sizes, whole=[ReadSize(chunks, size) for chunks, size in whole])
+        except QueryTooLarge:
+            raise
+        except Exception as err:  # noqa: BLE001 - unknown extent and sizes: send everything
             if limits.deadline is not None and time.time() >= limits.deadline:
                 raise
-            log.debug("data spans unknown, sending every sub-query: %s", err)
+            log.debug("data spans or read sizes unknown, sending every sub-query: %s", err)
+            return {}
+        if window is None:
             return {}
         return await asyncio.to_thread(self.frontend.answered_without_data, plan, spans)
 
@@ -247,7 +288,9 @@ class HostedFrontend:
         limits = self.limits(tenants)
         wait = QUERY_TIMEOUT_S if limits.deadline is None else max(0.0, limits.deadline - time.time())
         try:  # a querier that died or restarts: the next one answers
-            return await self.queriers.acall(method, tenants, *args, timeout=wait, limits=limits)
+            return await self.queriers.acall(
+                method, tenants, *args, timeout=wait, limits=limits, prefer=self._prefer(tenants)
+            )
         except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
             if limits.deadline is not None and isinstance(remote_cause(err), (TimeoutError, QueryTimedOut)):
                 return ErrorReply.of(timeout_error(limits.timeout_ns))

@@ -176,3 +176,11 @@ def test_a_sharded_piece_counts_its_share_and_says_so(backend):
     with pytest.raises(QueryTooLarge) as err:  # a log query is never sharded: un-shardable
         _check(backend, '{app="budget"} |= "level"', ReadBudget(max_querier_bytes=total // 16), shards=2)
     assert str(err.value).startswith("un-shardable query too large to execute on a single querier: (query: ")
+
+
+def test_one_querier_call_gives_data_spans_and_read_sizes(backend):
+    windows = read_windows(parse('count_over_time({app="budget"}[1m])'), T0, T0 + 2 * HOUR, LOOKBACK)
+    spans, sizes = backend.querier.read_facts(["acme"], (T0, T0 + 2 * HOUR), windows)
+    assert spans == backend.querier.data_spans(["acme"], T0, T0 + 2 * HOUR)
+    assert sizes == backend.querier.read_sizes(["acme"], windows)
+    assert backend.querier.read_facts(["acme"], None, [])[0] is None

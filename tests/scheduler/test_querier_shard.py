@@ -135,3 +135,24 @@ def test_the_actor_wakes_the_shard_member_at_once_though_an_outsider_waited_firs
             w.cancel()
 
     asyncio.run(scenario())
+
+
+def test_direct_calls_avoid_the_queriers_of_busy_limited_tenants():
+    from svclog.scheduler.querier_shard import preferred_queriers
+
+    limits = {"heavy": 2, "narrow": 1}
+    count = lambda tenant, total: limits.get(tenant, 0)  # noqa: E731
+    heavy = shard_for("heavy", QUERIERS, 2)
+    assert heavy is not None
+    # nothing limited in flight: every querier
+    assert preferred_queriers(QUERIERS, "light", [], count) == QUERIERS
+    assert preferred_queriers(QUERIERS, "light", ["light", "other"], count) == QUERIERS
+    # heavy busy: light's direct calls go elsewhere; heavy's own stay in its shard
+    assert set(preferred_queriers(QUERIERS, "light", ["heavy"], count)) == set(QUERIERS) - heavy
+    assert set(preferred_queriers(QUERIERS, "heavy", ["heavy"], count)) == heavy
+    # a limited tenant whose whole shard is taken by others keeps its shard rather than nothing
+    narrow = shard_for("narrow", QUERIERS, 1)
+    assert narrow is not None
+    assert preferred_queriers(QUERIERS, "narrow", ["x"], lambda t, n: 1 if t in ("narrow", "x") else 0) != []
+    only = preferred_queriers(QUERIERS[:2], "narrow", ["heavy"], lambda t, n: 1 if t == "narrow" else 2)
+    assert len(only) == 1
