@@ -1,18 +1,25 @@
-"""RE2 kernels that read one logfmt key from whole columns of lines (the hinted logfmt path).
+"""Kernels that read one logfmt key from a whole column of lines (the hinted logfmt path).
 
-Each full-line regex pass costs about the same (RE2's DFA, ~2 ns a byte), and capturing a
-value at the end of a long anchored match is far slower (RE2 tracks submatches across the
-whole prefix), so a key costs two passes on the common line:
+A key's value is that of its last token with a non-empty value. One full-line RE2 pass costs
+~1.7 ns a byte and every RE2 call ~65 ns a row, while a capture at the end of a long match
+costs far more (RE2 tracks submatches across the prefix), so a key is read with:
 
-1. `single_token_pattern(key)`, a capture-free anchored match: the line is plain logfmt (the
-   scanner would see well-formed pairs only), `key=` is one of its tokens with a non-empty
-   value, no other token is `key=...`, no whitespace-led `key=` comes before that token (not
-   even inside a quoted value), and the token starts the line or follows a space;
-2. `value_after_space_pattern(key)`, an unanchored extraction led by the literal ` key=`, which
-   RE2 finds with a substring search: on such a line its first match is that token. A line
-   that starts with the token takes `value_at_start_pattern(key)` instead.
+1. `up_to_token_pattern(key)`, removed with `replace_substring_regex` (no capture: RE2's DFA
+   finds where the match ends and stops there): the leading pairs the decoder steps over one
+   by one, up to the first whitespace-led (or line-leading) `key=` it reaches as a token. The
+   pairs may be anything the decoder reads without an error that moves it (keys without
+   U+FFFD, quoted values with escapes, bare values), separated by whitespace. What is left of
+   such a line starts with the token's value.
+2. `VALUE_AT_START`, an anchored capture that RE2 answers with its one-pass matcher: the value,
+   bare and followed by a separator or the end, or quoted without escapes; not empty and
+   without U+FFFD (the decoder would drop it).
+3. Lines whose remainder holds no other token that could carry the key (`later_token_rows`:
+   no occurrence of `needle(key)` at all, found with one substring search over the block's
+   buffer, or none that starts a `...=value` token) have their value: no later token replaces it.
 
-Lines failing (1) go to the slower exact kernels of logfmt_parser, or to the scanner.
+A line with no `key=` token reached this way and without the needle anywhere has no value. The
+rest (a malformed pair before the key, an empty or escaped value, a later occurrence) go to the
+exact kernels of logfmt_parser or the scanner.
 """
 
 from __future__ import annotations
@@ -20,75 +27,104 @@ from __future__ import annotations
 import functools
 import re
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 _WS = r"\x00-\x20"  # the decoder's separators (a class body)
-_NOT_QUOTED = r'"\\\x{FFFD}'  # what plain quoted values never hold (a class body)
-_BARE = rf'[^{_WS}="\x{{FFFD}}]'  # a plain unquoted value's characters
-_KEY_START, _KEY_CHARS = "A-Za-z_", "A-Za-z0-9_"
-_CLASS_CHARS = {"A-Z": "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "a-z": "abcdefghijklmnopqrstuvwxyz", "0-9": "0123456789", "_": "_"}
-CLEAN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-# A captured value: quoted (without its quotes) or bare; `matched_value` picks the one that matched.
-_VALUE = r'(?:"(?P<quoted>[^"\\]+)"|(?P<bare>[^\x00-\x20="]+))'
-
-
-def _without(cls: str, char: str) -> str:
-    """A key-character class body (`A-Za-z0-9_` or a part of it) without `char`."""
-    return "".join(chars.replace(char, "") for part, chars in _CLASS_CHARS.items() if part in cls)
-
-
-def _other_key(key: str) -> str:
-    """A clean key that is not `key`: it stops early, differs at some character, or goes on."""
-    alts = [f"[{_without(_KEY_START, key[0])}][{_KEY_CHARS}]*"]
-    for i in range(1, len(key)):
-        alts.append(re.escape(key[:i]) + f"(?:[{_without(_KEY_CHARS, key[i])}][{_KEY_CHARS}]*)?")
-    alts.append(re.escape(key) + f"[{_KEY_CHARS}]+")
-    return "(?:" + "|".join(alts) + ")"
-
-
-def _quoted_without(key: str) -> str:
-    """Plain quoted-value content in which `key=` never follows a whitespace character.
-
-    The forbidden word starts with a separator that `key` cannot contain, so a mismatch only
-    ever restarts at a separator: from one, the text either returns to it (`again`), breaks
-    away (`away`) or ends part-way into the key (`partial`)."""
-    esc = re.escape
-    again = "|".join([f"[{_WS}]"] + [esc(key[:i]) + f"[{_WS}]" for i in range(1, len(key) + 1)])
-    away = "|".join(
-        [f"[^{_NOT_QUOTED}{_WS}{esc(key[0])}]"]
-        + [
-            esc(key[:i]) + f"[^{_NOT_QUOTED}{_WS}{esc(key[i]) if i < len(key) else '='}]"
-            for i in range(1, len(key) + 1)
-        ]
-    )
-    partial = "".join(f"(?:{esc(c)}" for c in key) + ")?" * len(key)
-    return f"(?:[^{_NOT_QUOTED}{_WS}]|[{_WS}](?:{again})*(?:{away}))*(?:[{_WS}](?:{again})*{partial})?"
-
-
-def _pair(key_pattern: str, quoted: str) -> str:
-    return f'{key_pattern}(?:=(?:"{quoted}"|{_BARE}*))?'
+# A pair the decoder reads without an error and leaves right after: a key without U+FFFD (the
+# decoder skips to the next space after such a key), then a quoted value (escapes only change
+# its text) or a bare one; whitespace must follow it in the pattern.
+_PAIR = rf'[^{_WS}="\x{{FFFD}}]+(?:=(?:"(?:[^"\\]|\\(?s:.))*"|[^{_WS}="]*))?'
+# The value at the start of a line's remainder: quoted (no escapes) or bare and then a separator
+VALUE_AT_START = rf'^(?:"(?P<quoted>[^"\\\x{{FFFD}}]+)"|(?P<bare>[^{_WS}="\x{{FFFD}}]+)(?:[{_WS}]|$))'
+_ALNUM_RUN = re.compile(r"[A-Za-z0-9]+")
 
 
 @functools.lru_cache(maxsize=256)  # built once per key, used per block
-def single_token_pattern(key: str) -> str:
-    """See the module docstring, step 1 (`key` must be a clean key)."""
-    esc = re.escape(key)
-    before = f"(?:{_pair(_other_key(key), _quoted_without(key))}|{esc})"  # the key bare: an empty value
-    after = f"(?:{_pair(_other_key(key), f'[^{_NOT_QUOTED}]*')}|{esc})"
-    value = f'(?:"[^{_NOT_QUOTED}]+"|{_BARE}+)'
-    lead = f"(?:[{_WS}]*(?:{before}[{_WS}]+)*(?:{before})?[{_WS}]*[ ])?"
-    return f"^{lead}{esc}={value}(?:[{_WS}]+{after})*[{_WS}]*$"
+def up_to_token_pattern(key: str) -> str:
+    """The line up to and including the first `key=` the decoder reaches as a token (lazy: the
+    first one, so RE2 stops there)."""
+    return rf"^[{_WS}]*(?:{_PAIR}[{_WS}]+)*?{re.escape(key)}="
 
 
-def value_after_space_pattern(key: str) -> str:
-    return f" {re.escape(key)}={_VALUE}"
+def needle(key: str) -> str | None:
+    """A substring every raw key that sanitises to `key` contains: its longest run of letters
+    and digits (sanitising maps every other character to `_`, one for one, and may add a
+    leading `_`); None for a key of underscores only."""
+    runs = _ALNUM_RUN.findall(key)
+    return max(runs, key=len) if runs else None
 
 
-def value_at_start_pattern(key: str) -> str:
-    return f"^{re.escape(key)}={_VALUE}"
+@functools.lru_cache(maxsize=256)
+def _token_with(needle_text: str) -> str:
+    # a word holding the needle that starts a token (after a separator, a closing quote or at the
+    # start) and has a non-empty value: what a later token that could carry the key looks like
+    word = rf'[^{_WS}="]*'
+    return rf'(?:^|[{_WS}"]){word}{re.escape(needle_text)}{word}=[^{_WS}]'
 
 
-@functools.lru_cache(maxsize=256)  # built once per key, used per block
-def no_token_pattern(key: str) -> str:
-    """A plain line none of whose tokens is `key=...` (the key's value is absent)."""
-    pair = f"(?:{_pair(_other_key(key), f'[^{_NOT_QUOTED}]*')}|{re.escape(key)})"
-    return f"^[{_WS}]*(?:{pair}(?:[{_WS}]+{pair})*)?[{_WS}]*$"
+def later_token_rows(text: pa.Array, needle_text: str, rows_limit: int = 64) -> np.ndarray:
+    """Rows of `text` that may hold a token whose key sanitises to the needle's key (a bool mask).
+
+    One substring search over the block's buffer finds the rows holding the needle at all
+    (none, nearly always); beyond `rows_limit` of them a vectorised search takes the rest."""
+    n = len(text)
+    hits = np.zeros(n, dtype=bool)
+    if n == 0:
+        return hits
+    offsets = value_offsets(text)
+    data_buffer = text.buffers()[2]
+    if data_buffer is None:
+        return hits
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    data = data_buffer.to_pybytes()  # one copy: bytes.find searches it at memchr speed
+    target = needle_text.encode()
+    pos = data.find(target, lo, hi)
+    found = 0
+    while pos >= 0:
+        row = int(np.searchsorted(offsets, pos, side="right")) - 1
+        hits[row] = True
+        found += 1
+        if found > rows_limit:  # a common needle: the remaining rows in one vectorised pass
+            tail = text.slice(row + 1)
+            hits[row + 1 :] = pc.fill_null(pc.match_substring(tail, needle_text), False).to_numpy(zero_copy_only=False)
+            break
+        pos = data.find(target, int(offsets[row + 1]), hi)
+    if text.null_count:
+        hits &= text.is_valid().to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(hits)
+    if len(rows):
+        token = pc.fill_null(pc.match_substring_regex(text.take(rows), _token_with(needle_text)), False)
+        hits[rows] = token.to_numpy(zero_copy_only=False)
+    return hits
+
+
+def value_offsets(text: pa.Array) -> np.ndarray:
+    """The string array's n + 1 offsets into its data buffer, as int64."""
+    dtype = np.int64 if pa.types.is_large_string(text.type) else np.int32
+    raw = np.frombuffer(text.buffers()[1], dtype=dtype)
+    return raw[text.offset : text.offset + len(text) + 1].astype(np.int64)
+
+
+def read_key(line: pa.Array, key: str) -> tuple[pa.Array, np.ndarray]:
+    """(values, decided): `key`'s value per line where these kernels can tell (null: the line
+    has none); `decided` is false on the rows left to the exact kernels."""
+    n = len(line)
+    if isinstance(line, pa.ChunkedArray):
+        line = line.combine_chunks()
+    if not (pa.types.is_string(line.type) or pa.types.is_large_string(line.type)):
+        line = line.cast(pa.string())
+    target = needle(key)
+    if target is None or n == 0:
+        return pa.nulls(n, pa.string()), np.zeros(n, dtype=bool)
+    rest = pc.replace_substring_regex(line, up_to_token_pattern(key), "")
+    reached = np.diff(value_offsets(rest)) < np.diff(value_offsets(line))  # a match removes `key=`
+    found = pc.extract_regex(rest, VALUE_AT_START)
+    quoted, bare = pc.struct_field(found, "quoted"), pc.struct_field(found, "bare")
+    value = pc.if_else(pc.fill_null(pc.not_equal(quoted, ""), False), quoted, bare)
+    has_value = reached & value.is_valid().to_numpy(zero_copy_only=False)
+    later = later_token_rows(rest, target)
+    decided = (has_value | ~reached) & ~later
+    values = pc.if_else(pa.array(has_value & decided), value, pa.scalar(None, pa.string()))
+    return values, decided

@@ -185,7 +185,7 @@ class LogfmtParserStage:
             return self._process_all(batch)  # two line keys (`x`, `x_extracted`) give that label
         wanted = [(name, _raw_key(name, origin)) for name in sorted(self.hinted)]
         columns: dict[str, pa.Array] = {}
-        undecided = np.zeros(len(line), dtype=bool)  # rows the two-pass kernels could not read
+        undecided = np.zeros(len(line), dtype=bool)  # rows the key kernels could not read
         for name, key in wanted:
             if key is None:
                 continue
@@ -313,26 +313,9 @@ def _extract_plain(line: pa.Array, key: str) -> pa.Array:
 
 
 def _read_key(line: pa.Array, key: str) -> tuple[pa.Array, np.ndarray]:
-    """(values, decided): the key's value where the two-pass kernels can tell (logfmt_kernels),
-    null where a plain line has no `key=` token; `decided` is false on the other rows."""
-    single = pc.fill_null(pc.match_substring_regex(line, kernels.single_token_pattern(key)), False)
-    single_rows = single.to_numpy(zero_copy_only=False)
-    values = pa.nulls(len(line), pa.string())
-    if single_rows.any():
-        values = pc.if_else(
-            single, _matched_value(pc.extract_regex(line, kernels.value_after_space_pattern(key))), values
-        )
-        at_start = pc.and_(single, pc.fill_null(pc.starts_with(line, key + "="), False))
-        if pc.any(at_start).as_py():
-            rows = np.flatnonzero(at_start.to_numpy(zero_copy_only=False))
-            first = _matched_value(pc.extract_regex(line.take(rows), kernels.value_at_start_pattern(key)))
-            values = pc.replace_with_mask(values, at_start, first)
-    decided = single_rows.copy()
-    if not single_rows.all():
-        rows = np.flatnonzero(~single_rows)
-        absent = pc.fill_null(pc.match_substring_regex(line.take(rows), kernels.no_token_pattern(key)), False)
-        decided[rows] = absent.to_numpy(zero_copy_only=False)
-    return values, decided
+    """(values, decided): the key's value where the kernels of logfmt_kernels can tell, null where
+    the line has none; `decided` is false on the other rows."""
+    return kernels.read_key(line, key)
 
 
 def _matched_value(found: pa.Array) -> pa.Array:
