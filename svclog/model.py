@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timezone
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import re2
 
@@ -442,13 +442,36 @@ class StreamColumns:
     def raw_bytes(self) -> int:
         return sum(map(len, self.lines))
 
+    # The write path's stream interface (ColumnStream), shared with the ingester's Arrow-backed
+    # BatchStream: the distributor calls these and never reads a whole column of another form.
+
+    def ts_bounds(self) -> tuple[int, int]:
+        return min(self.ts), max(self.ts)
+
+    def has_metadata(self) -> bool:
+        return self.metadata is not None
+
+    def fits_line_size(self, limit: int) -> bool:
+        """Every line is at most `limit` UTF-8 bytes."""
+        longest = max(map(len, self.lines), default=0)
+        # len() counts characters; a UTF-8 character is at most 4 bytes
+        return longest * 4 <= limit or (longest <= limit and max(len(line.encode()) for line in self.lines) <= limit)
+
+    def columns(self) -> StreamColumns:
+        return self
+
+    def sample(self, stride: int) -> StreamColumns:
+        """Every `stride`-th entry, without metadata (the pattern tee's copy)."""
+        return StreamColumns(self.labels, self.ts[::stride], self.lines[::stride], None)
+
     def to_push(self) -> PushStream:
         metadata = self.metadata or [None] * len(self.ts)
         return PushStream(
             self.labels, [Entry(t, line, tuple(md) if md else ()) for t, line, md in zip(self.ts, self.lines, metadata)]
         )
 
-    def concat(self, other: StreamColumns) -> StreamColumns:
+    def concat(self, other: ColumnStream) -> StreamColumns:
+        other = other.columns()
         if self.metadata is None and other.metadata is None:
             metadata = None
         else:
@@ -465,6 +488,23 @@ class StreamColumns:
             [e.line for e in entries],
             metadata if any(m is not None for m in metadata) else None,
         )
+
+
+class ColumnStream(Protocol):
+    """One stream of a push as the write path carries it: StreamColumns (Python lists) or the
+    ingester's BatchStream (a slice of one Arrow batch for the whole push)."""
+
+    labels: Labels
+
+    def __len__(self) -> int: ...
+    def raw_bytes(self) -> int: ...
+    def ts_bounds(self) -> tuple[int, int]: ...
+    def has_metadata(self) -> bool: ...
+    def fits_line_size(self, limit: int) -> bool: ...
+    def columns(self) -> StreamColumns: ...
+    def sample(self, stride: int) -> StreamColumns: ...
+    def to_push(self) -> PushStream: ...
+    def concat(self, other: ColumnStream) -> StreamColumns: ...
 
 
 Span = tuple[int, int]  # [lo, hi] nanoseconds, both inclusive: the oldest and newest entry of some data

@@ -21,7 +21,7 @@ from svclog.actors.options import RING_NAME
 from svclog.distributor.quorum import QuorumTracker
 from svclog.ingester.payload import encode_batch
 from svclog.logql.source import IngesterScan
-from svclog.model import Labels, Matcher, StreamColumns, SvcError
+from svclog.model import ColumnStream, Labels, Matcher, SvcError
 from svclog.ring.ring import Ring
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class IngesterPool:
         """The tail calls to one ingester (svclog/serve/tail_routes.py)."""
         return IngesterTail(self.handle(address))
 
-    def push_many(self, tenant: str, assignments: dict[str, list[StreamColumns]]) -> dict[str, Exception | None]:
+    def push_many(self, tenant: str, assignments: dict[str, list[ColumnStream]]) -> dict[str, Exception | None]:
         """Push each member its streams; return once every stream has a quorum of replicas (or one
         cannot reach it any more). Replicas still pushing then finish in the background."""
         ring = self.ring.get()

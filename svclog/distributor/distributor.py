@@ -16,6 +16,7 @@ from svclog.distributor.validate import ValidationLimits, ValidationReport
 from svclog.distributor.validate_columns import validate_columns
 from svclog.model import (
     NS,
+    ColumnStream,
     Labels,
     PushStream,
     RateLimitError,
@@ -43,7 +44,7 @@ class QuorumError(SvcError):
 
 
 class Pusher(Protocol):
-    def push_many(self, tenant: str, assignments: dict[str, list[StreamColumns]]) -> dict[str, Exception | None]:
+    def push_many(self, tenant: str, assignments: dict[str, list[ColumnStream]]) -> dict[str, Exception | None]:
         """Send each member its streams (in parallel); the error per member, None on success.
 
         May return as soon as a QuorumTracker over `assignments` is settled: members not yet
@@ -56,11 +57,11 @@ class PreparedPush:
     """A validated, rate-limited push and where its streams go (see Distributor.prepare)."""
 
     tenant: str
-    columns: list[StreamColumns]
+    columns: list[ColumnStream]
     report: ValidationReport
     size: int
-    placements: list[tuple[StreamColumns, list[str]]]
-    assignments: dict[str, list[StreamColumns]]
+    placements: list[tuple[ColumnStream, list[str]]]
+    assignments: dict[str, list[ColumnStream]]
 
 
 @dataclass
@@ -115,7 +116,7 @@ class Distributor:
         pusher: Pusher,
         limits_for: Callable[[str], LimitsConfig],
         replication_factor: int,
-        tee: Callable[[str, list[StreamColumns]], None] | None = None,
+        tee: Callable[[str, list[ColumnStream]], None] | None = None,
         distributors: Callable[[], int] | None = None,
         accepted: AcceptedCounts | None = None,
     ):
@@ -130,7 +131,7 @@ class Distributor:
         self.tee = tee  # best-effort copy of accepted streams (the pattern ingester)
         self._fingerprints: dict[Labels, int] = {}
 
-    def push(self, tenant: str, streams: Sequence[StreamColumns | PushStream]) -> PushOutcome:
+    def push(self, tenant: str, streams: Sequence[ColumnStream | PushStream]) -> PushOutcome:
         """Validate decoded streams (StreamColumns or PushStreams) and replicate the accepted part.
 
         Partial acceptance (as the reference does): valid streams/entries are written,
@@ -140,15 +141,17 @@ class Distributor:
         errors = self.pusher.push_many(tenant, prepared.assignments) if prepared.assignments else {}
         return self.complete(prepared, errors)
 
-    def prepare(self, tenant: str, streams: Sequence[StreamColumns | PushStream]) -> PreparedPush:
+    def prepare(self, tenant: str, streams: Sequence[ColumnStream | PushStream]) -> PreparedPush:
         """Everything before the ingesters are called: validation, the tenant's rate limit (raises
         RateLimitError) and each accepted stream's replicas. A host with its own way of calling
         the ingesters (an event loop awaiting them) sends `assignments` and calls `complete`."""
         limits = self.limits_for(tenant)
         self._check_blocked(limits)
-        given = [s if isinstance(s, StreamColumns) else StreamColumns.from_push(s) for s in streams]
+        given = [StreamColumns.from_push(s) if isinstance(s, PushStream) else s for s in streams]
         columns, report = validate_columns(given, validation_limits(limits), time.time_ns())
-        columns = detect_levels(columns, LevelSettings.from_limits(limits))  # detected_level metadata
+        levels = LevelSettings.from_limits(limits)
+        if levels is not None:  # detected_level metadata, on lists
+            columns = list(detect_levels([c.columns() for c in columns], levels))
         size = sum(c.raw_bytes() for c in columns)
         rate = self.ingestion_rate(limits)
         if not self.rate_limiter.allow(tenant, size, rate, limits.ingestion_burst_size_mb * MB):
@@ -159,7 +162,7 @@ class Distributor:
                 f"volume or contact your Loki administrator to see if the limit can be increased"
             )
         placements = self._place(columns) if columns else []
-        assignments: dict[str, list[StreamColumns]] = {}
+        assignments: dict[str, list[ColumnStream]] = {}
         for stream, owners in placements:
             for owner in owners:
                 assignments.setdefault(owner, []).append(stream)
@@ -215,7 +218,7 @@ class Distributor:
             fp = self._fingerprints[labels] = labels.fingerprint()
         return fp
 
-    def _place(self, columns: list[StreamColumns]) -> list[tuple[StreamColumns, list[str]]]:
+    def _place(self, columns: list[ColumnStream]) -> list[tuple[ColumnStream, list[str]]]:
         ring = self.ring()
         try:
             return [(c, [m.id for m in ring.replication_set(self._fingerprint(c.labels), self.rf)]) for c in columns]
@@ -223,7 +226,7 @@ class Distributor:
             raise QuorumError(str(err)) from err
 
     @staticmethod
-    def _check_quorum(placements: list[tuple[StreamColumns, list[str]]], errors: dict[str, Exception | None]) -> None:
+    def _check_quorum(placements: list[tuple[ColumnStream, list[str]]], errors: dict[str, Exception | None]) -> None:
         failed = {member for member, err in errors.items() if err is not None}
         for _, owners in placements:
             ok = sum(1 for o in owners if o not in failed)

@@ -14,9 +14,9 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from svclog.model import StreamColumns
+from svclog.model import ColumnStream, Labels, StreamColumns
 
 log = logging.getLogger(__name__)
 
@@ -56,15 +56,11 @@ class SampledTee:
         expected = max(count, previous)  # this second's lines so far, or last second's rate
         return max(1, math.ceil(expected / self.rate))
 
-    def offer(self, tenant: str, streams: list[StreamColumns]) -> None:
+    def offer(self, tenant: str, streams: Sequence[ColumnStream]) -> None:
         total = sum(len(s) for s in streams)
         with self._lock:
             stride = self._stride(tenant, total)
-            sampled = (
-                streams
-                if stride == 1
-                else [StreamColumns(s.labels, s.ts[::stride], s.lines[::stride], None) for s in streams]
-            )
+            sampled = [s.columns() for s in streams] if stride == 1 else [s.sample(stride) for s in streams]
             size = sum(len(s) for s in sampled)
             if self._buffered + size > self.max_buffered:
                 self.dropped_lines += total
@@ -73,11 +69,12 @@ class SampledTee:
             self._buffered += size
 
     def flush(self) -> int:
+        """Hand the buffered copies to the sink; returns how many pushes they came from."""
         with self._lock:
             batches, self._buffer, self._buffered = self._buffer, [], 0
         if batches:
             try:
-                self.sink(batches)
+                self.sink(merged(batches))
             except Exception:
                 with self._lock:
                     self.dropped_lines += sum(len(s) * weight for _, streams, weight in batches for s in streams)
@@ -107,3 +104,17 @@ class SampledTee:
             exc_info=err,
         )
         self._logged_at, self._failures_unlogged = now, 0
+
+
+def merged(batches: list[Batch]) -> list[Batch]:
+    """One stream per tenant, weight and label set, its pushes' copies joined in push order. A
+    flush holds ~40 pushes of ~25 streams at the bench's rate: pickling ~1000 small StreamColumns
+    for the call cost ~5 ms a flush in the sender and ~4 ms in the pattern ingester, ~100
+    joined ones ~1 ms each."""
+    groups: dict[tuple[str, int], dict[Labels, StreamColumns]] = {}
+    for tenant, streams, weight in batches:
+        by_labels = groups.setdefault((tenant, weight), {})
+        for stream in streams:
+            have = by_labels.get(stream.labels)
+            by_labels[stream.labels] = stream if have is None else have.concat(stream)
+    return [(tenant, list(by_labels.values()), weight) for (tenant, weight), by_labels in groups.items()]

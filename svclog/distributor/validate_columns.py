@@ -8,34 +8,28 @@ through the per-entry `validate_push`, which owns the reference's messages.
 from __future__ import annotations
 
 from svclog.distributor.validate import ValidationLimits, ValidationReport, _check_labels, validate_push
-from svclog.model import Labels, StreamColumns
+from svclog.model import ColumnStream, Labels, StreamColumns
 
 
-def _entries_surely_valid(stream: StreamColumns, limits: ValidationLimits, oldest: int | None, newest: int) -> bool:
-    if stream.metadata is not None:
+def _entries_surely_valid(stream: ColumnStream, limits: ValidationLimits, oldest: int | None, newest: int) -> bool:
+    if stream.has_metadata():
         return False
-    if (oldest is not None and min(stream.ts) < oldest) or max(stream.ts) > newest:
+    low, high = stream.ts_bounds()
+    if (oldest is not None and low < oldest) or high > newest:
         return False
-    if limits.max_line_size:
-        longest = max(map(len, stream.lines))
-        # len() counts characters; a UTF-8 line is at most 4 bytes per character
-        if longest * 4 > limits.max_line_size and (
-            longest > limits.max_line_size or max(len(line.encode()) for line in stream.lines) > limits.max_line_size
-        ):
-            return False
-    return True
+    return not limits.max_line_size or stream.fits_line_size(limits.max_line_size)
 
 
 def validate_columns(
-    streams: list[StreamColumns], limits: ValidationLimits, now_ns: int
-) -> tuple[list[StreamColumns], ValidationReport]:
+    streams: list[ColumnStream], limits: ValidationLimits, now_ns: int
+) -> tuple[list[ColumnStream], ValidationReport]:
     """(accepted streams merged by label set, report of what was refused)."""
     oldest = now_ns - limits.reject_old_samples_max_age_ns if limits.reject_old_samples else None
     newest = now_ns + limits.creation_grace_period_ns
-    fast: list[StreamColumns] = []
+    fast: list[ColumnStream] = []
     slow = []
     for stream in streams:
-        if not stream.ts:
+        if not len(stream):
             continue
         clean = (
             not any(v == "" for _, v in stream.labels) and _check_labels(stream.labels, stream.labels, limits) is None
@@ -45,7 +39,7 @@ def validate_columns(
         else:
             slow.append(stream.to_push())
     report = validate_push(slow, limits, now_ns) if slow else ValidationReport([], [], 0, 0)
-    merged: dict[Labels, StreamColumns] = {}
+    merged: dict[Labels, ColumnStream] = {}
     for stream in fast + [StreamColumns.from_push(s) for s in report.accepted]:
         if stream.labels in merged:
             merged[stream.labels] = merged[stream.labels].concat(stream)

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.chunk.format import CHUNK_SCHEMA
-from svclog.model import Labels, StreamColumns
+from svclog.model import ColumnStream, Labels, PushStream, StreamColumns
 
 _MAGIC = b"SVLGARW\x02"  # read as the old format's u64 size this would be > 2**56 bytes: no clash
 _HEADER = struct.Struct("<I")
@@ -43,17 +43,28 @@ class BatchStream:
     `raw_bytes`); `ts`, `lines` and `metadata` as Python lists are built only when a rare
     path asks (a partly rate-limited stream, a live tail)."""
 
-    __slots__ = ("_lists", "_size", "batch", "bounds", "labels")
+    __slots__ = ("_lists", "_longest", "_size", "batch", "bounds", "labels", "source")
 
     def __init__(
-        self, labels: Labels, batch: pa.RecordBatch, bounds: tuple[int, int] | None = None, size: int | None = None
+        self,
+        labels: Labels,
+        batch: pa.RecordBatch,
+        bounds: tuple[int, int] | None = None,
+        size: int | None = None,
+        longest: int | None = None,
     ):
         self.labels = labels
         self.batch = batch
-        # (min ts, max ts) and line bytes, when the decoder computed them for the whole push
+        # (min ts, max ts), line bytes and the longest line's bytes, when the decoder computed
+        # them for the whole push
         self.bounds = bounds
         self._size = size
+        self._longest = longest
         self._lists: StreamColumns | None = None
+        # (the push's timestamps as numpy, its lines as the Python strings, this stream's first
+        # row): set by a decoder that had them anyway (the gateway's JSON path), so the pattern
+        # tee's sample of a stream is two list slices
+        self.source: tuple[np.ndarray, list[str], int] | None = None
 
     def ts_bounds(self) -> tuple[int, int]:
         if self.bounds is None:
@@ -75,6 +86,39 @@ class BatchStream:
         """Bytes of each line (the per-stream rate limit's partial acceptance)."""
         sizes: list[int] = pc.binary_length(self.batch.column(1)).to_pylist()
         return sizes
+
+    def has_metadata(self) -> bool:
+        metadata = self.batch.column(2)
+        return bool(metadata.null_count < len(metadata))
+
+    def fits_line_size(self, limit: int) -> bool:
+        """Every line is at most `limit` UTF-8 bytes (from the string offsets)."""
+        if self._longest is None:
+            sizes = _line_sizes(self.batch.column(1))
+            self._longest = int(sizes.max()) if len(sizes) else 0
+        return self._longest <= limit
+
+    def sample(self, stride: int) -> StreamColumns:
+        """Every `stride`-th entry as lists, without metadata (the pattern tee's copy): the
+        decoder's own line objects when it kept them, else only the sampled lines are read
+        (two Arrow takes per stream cost ~45 us, ~1 ms per push)."""
+        if self.source is not None:
+            stamps, lines, first = self.source
+            rows = slice(first, first + len(self), stride)
+            return StreamColumns(self.labels, stamps[rows].tolist(), lines[rows])
+        ts: list[int] = self.batch.column(0).to_numpy()[::stride].tolist()
+        column = self.batch.column(1)
+        offsets = np.frombuffer(column.buffers()[1], dtype=np.int32)[column.offset : column.offset + len(column) + 1]
+        data = column.buffers()[2]
+        view = memoryview(data if data is not None else b"")
+        starts, ends = offsets[:-1:stride].tolist(), offsets[1::stride].tolist()
+        return StreamColumns(self.labels, ts, [str(view[a:b], "utf-8") for a, b in zip(starts, ends)])
+
+    def to_push(self) -> PushStream:
+        return self.columns().to_push()
+
+    def concat(self, other: ColumnStream) -> StreamColumns:
+        return self.columns().concat(other)
 
     def columns(self) -> StreamColumns:
         if self._lists is None:
@@ -107,6 +151,12 @@ class BatchStream:
 PushedStream = StreamColumns | BatchStream
 
 
+def _line_sizes(lines: pa.Array) -> np.ndarray:
+    """UTF-8 bytes of each string (differences of the offsets; no copy of the data)."""
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset : lines.offset + len(lines) + 1]
+    return np.diff(offsets)
+
+
 def utf8_bytes(lines: pa.Array) -> int:
     if not len(lines):
         return 0
@@ -125,14 +175,14 @@ def entries_of(streams: list[StreamColumns]) -> pa.RecordBatch:
     return pa.record_batch([ts, lines, metadata], schema=CHUNK_SCHEMA)
 
 
-def encode_batch(tenant: str, streams: Sequence[PushedStream]) -> bytes:
+def encode_batch(tenant: str, streams: Sequence[ColumnStream]) -> bytes:
     """StreamColumns (or BatchStreams) of one tenant -> wire bytes."""
     batches = [s.batch for s in streams if isinstance(s, BatchStream)]
     if streams and len(batches) == len(streams):
         batch = pa.Table.from_batches(batches, schema=CHUNK_SCHEMA).combine_chunks()
         batch = batch.to_batches()[0] if batch.num_rows else entries_of([])
     else:
-        batch = entries_of([s.columns() if isinstance(s, BatchStream) else s for s in streams])
+        batch = entries_of([s.columns() for s in streams])
     header = pickle.dumps((tenant, [(s.labels.items, len(s)) for s in streams]), protocol=pickle.HIGHEST_PROTOCOL)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, CHUNK_SCHEMA, options=_OPTIONS) as writer:
@@ -149,24 +199,35 @@ def decode_batch(payload: bytes) -> tuple[str, list[PushedStream]]:
     tenant, layout = pickle.loads(memoryview(payload)[start : start + size])
     reader = pa.ipc.open_stream(pa.py_buffer(payload)[start + size :], options=_READ_OPTIONS)
     batch = reader.read_next_batch()
+    return tenant, list(split_batch(batch, [Labels(items) for items, _ in layout], [count for _, count in layout]))
+
+
+def split_batch(batch: pa.RecordBatch, labels: list[Labels], counts: list[int]) -> list[BatchStream]:
+    """A push's batch (CHUNK_SCHEMA, each stream's rows contiguous, in order) as BatchStreams,
+    each with its timestamp bounds and line bytes computed for the whole push at once."""
     if not batch.num_rows:
-        return tenant, [BatchStream(Labels(items), batch, None, 0) for items, _ in layout]
-    counts = np.array([count for _, count in layout], dtype=np.int64)
-    starts = np.cumsum(counts) - counts
+        return [BatchStream(item, batch.slice(0, 0), None, 0, 0) for item in labels]
+    sizes = np.array(counts, dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
     ts = batch.column(0).to_numpy()
-    # every stream's min and max timestamp in two numpy calls for the whole push (a compute
-    # call per stream cost ~30 us each)
-    nonempty = np.flatnonzero(counts)
-    lows: np.ndarray | list[int] = np.minimum.reduceat(ts, starts[nonempty]) if len(nonempty) else []
-    highs: np.ndarray | list[int] = np.maximum.reduceat(ts, starts[nonempty]) if len(nonempty) else []
-    bounds = dict(zip(nonempty.tolist(), zip(map(int, lows), map(int, highs))))
-    lines = batch.column(1)
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset : lines.offset + len(lines) + 1]
-    sizes = (offsets[starts + counts] - offsets[starts]).tolist()
-    return tenant, [
-        BatchStream(Labels(items), batch.slice(int(start), count), bounds.get(i), size)
-        for i, ((items, count), start, size) in enumerate(zip(layout, starts, sizes))
-    ]
+    # every stream's min and max timestamp and longest line in a numpy call each for the whole
+    # push (a compute call per stream cost ~30 us each)
+    nonempty = np.flatnonzero(sizes)
+    firsts = starts[nonempty]
+    line_sizes = _line_sizes(batch.column(1))
+    stats: dict[int, tuple[int, int, int]] = {}
+    if len(nonempty):
+        lows = np.minimum.reduceat(ts, firsts).tolist()
+        highs = np.maximum.reduceat(ts, firsts).tolist()
+        longest = np.maximum.reduceat(line_sizes, firsts).tolist()
+        stats = dict(zip(nonempty.tolist(), zip(lows, highs, longest)))
+    offsets = np.concatenate(([0], np.cumsum(line_sizes)))
+    totals = (offsets[starts + sizes] - offsets[starts]).tolist()
+    streams = []
+    for i, (item, start, count, total) in enumerate(zip(labels, starts.tolist(), counts, totals)):
+        low, high, most = stats.get(i, (0, 0, 0))
+        streams.append(BatchStream(item, batch.slice(start, count), (low, high) if count else None, total, most))
+    return streams
 
 
 def _decode_legacy(payload: bytes) -> tuple[str, list[PushedStream]]:

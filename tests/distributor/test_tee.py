@@ -20,7 +20,9 @@ def test_below_the_rate_everything_is_sent_with_weight_one():
     tee.offer("t", [_stream(40)])
     tee.offer("t", [_stream(40)])
     assert tee.flush() == 2
-    assert [(t, len(s[0]), w) for t, s, w in sent] == [("t", 40, 1), ("t", 40, 1)]
+    # the two pushes' copies of one stream travel joined, in push order
+    assert [(t, len(s[0]), w) for t, s, w in sent] == [("t", 80, 1)]
+    assert sent[0][1][0].ts == list(range(40)) * 2
 
 
 def test_above_the_rate_lines_are_strided_and_weighted_so_counts_hold():
