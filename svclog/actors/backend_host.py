@@ -20,6 +20,7 @@ from typing import Any
 import ray
 
 from svclog.actors import registry
+from svclog.actors.gc_freeze import freeze_startup_heap
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class BackendHost:
         for part in parts:
             self._parts[part.role] = part.factory(*part.args, **part.kwargs)
             self._pools[part.role] = ThreadPoolExecutor(max(1, part.threads), thread_name_prefix=part.role)
+        freeze_startup_heap()  # the pattern miner's many small objects set off full GCs (gc_freeze.py)
 
     def roles(self) -> list[str]:
         return list(self._parts)

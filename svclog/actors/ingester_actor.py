@@ -12,6 +12,7 @@ import ray
 
 from svclog.actors.calls import CALL_TIMEOUT_S, ActorUnavailable, call_cancelled
 from svclog.actors.clients import RingClient
+from svclog.actors.gc_freeze import freeze_startup_heap
 from svclog.actors.options import RING_NAME
 from svclog.actors.ring_member import RingMember
 from svclog.config import Config, limits_for, object_store_uri, replication_factor, wal_dir
@@ -64,6 +65,7 @@ class IngesterActor:
         self.lifecycle.join()
         self._loop.start()
         _install_signal_hook(self)
+        freeze_startup_heap()  # a full GC would hold pushes up walking the start-up heap (gc_freeze.py)
 
     def _background(self) -> None:
         period = max(0.5, self.cfg.ingester.flush_check_period / 1e9)

@@ -14,6 +14,7 @@ from ray import serve
 from svclog import targets
 from svclog.actors.calls import QUERY_TIMEOUT_S, ActorUnavailable, Handles
 from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
+from svclog.actors.gc_freeze import freeze_startup_heap
 from svclog.actors.options import COMPACTOR_NAME, PATTERN_INGESTER_NAME, RULER_NAME, querier_name
 from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, tenant_queriers
@@ -344,6 +345,7 @@ class Gateway:
             # answers, then serve (a replica Serve restarts after that serves at once)
             self.standby.enter("starting")
             threading.Thread(target=self.serve_when_ready, name="serve-when-ready", daemon=True).start()
+        freeze_startup_heap()  # full GCs walked ~150k start-up objects: 100-200 ms push stalls
 
     def __serve_build_asgi_app__(self) -> Any:
         return self.http_app
