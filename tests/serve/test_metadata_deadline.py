@@ -4,6 +4,7 @@ strictest tenant's query_timeout, then a 504 naming it."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import time
 
@@ -32,10 +33,12 @@ class _SlowMethod:
 class _Queriers:
     """The querier pool's call path (acall_cancelling) over slow stand-in methods (no Ray)."""
 
+    names = ["querier-0"]
+
     def __init__(self, delay_s: float, calls: list):
         self.delay_s, self.calls = delay_s, calls
 
-    async def acall(self, method, *args, timeout, **kwargs):
+    async def acall(self, method, *args, timeout, prefer=None, **kwargs):
         return await acall_cancelling(_SlowMethod(method, self.delay_s, self.calls), *args, timeout=timeout, **kwargs)
 
 
@@ -45,6 +48,8 @@ class _Frontend(HostedFrontend):
     def __init__(self, cfg, delay_s: float):
         self.cfg, self.calls = cfg, []
         self.queriers = _Queriers(delay_s, self.calls)
+        self._tenants_busy = collections.Counter()
+        self._max_queriers = lambda tenant, total: 0
 
 
 def _cfg(timeout_ns: int):
