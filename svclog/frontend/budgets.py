@@ -126,6 +126,8 @@ class BudgetCheck:
     def whole_windows(self) -> list[Window]:
         """Each selector of the query over the whole range (sub-queries share their selectors)."""
         subs = self.plan.subqueries
+        if not subs:
+            return []  # answered without reading (`vector(1)`, `2 > bool 1`)
         start = min(s.params.start for s in subs)
         end = max(s.params.end for s in subs)
         found: dict[Window, None] = {}
@@ -140,7 +142,7 @@ class BudgetCheck:
         budget = self.budget
         if budget.max_chunks > 0 and total.chunks > budget.max_chunks:
             raise QueryTooLarge(TOO_MANY_CHUNKS.format(limit=budget.max_chunks))
-        filtered = has_filter(self.plan.subqueries[0].expr)
+        filtered = any(has_filter(sub.expr) for sub in self.plan.subqueries)
         if budget.max_query_bytes > 0 and total.bytes > budget.max_query_bytes and filtered:
             raise QueryTooLarge(
                 QUERY_TOO_MANY_BYTES.format(bytes=ibytes(total.bytes), limit=ibytes(budget.max_query_bytes))

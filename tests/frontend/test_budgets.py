@@ -184,3 +184,12 @@ def test_one_querier_call_gives_data_spans_and_read_sizes(backend):
     assert spans == backend.querier.data_spans(["acme"], T0, T0 + 2 * HOUR)
     assert sizes == backend.querier.read_sizes(["acme"], windows)
     assert backend.querier.read_facts(["acme"], None, [])[0] is None
+
+
+@pytest.mark.parametrize("query", ["vector(1)", "2 > bool 1", "1 + 1"])
+def test_a_query_that_reads_nothing_asks_nothing(backend, query):
+    frontend = QueryFrontend(FrontendSettings(split_queries_by_interval=HOUR))
+    plan = frontend.plan(RangeRequest(query, T0, T0 + 2 * HOUR, 60 * NS, None, 100, "backward"))
+    check = BudgetCheck(ReadBudget(1, 1, 1), plan, LOOKBACK, sharding=False)
+    assert check.whole_windows() == []
+    assert check.check_whole([]) is False
