@@ -121,6 +121,8 @@ class BatchStream:
         return self.columns().concat(other)
 
     def columns(self) -> StreamColumns:
+        if self._lists is None and self.source is not None:
+            self._lists = self.sample(1)  # the decoder's own lines, sliced (its batches have no metadata)
         if self._lists is None:
             metadata = self.batch.column(2)
             md = None
