@@ -6,6 +6,7 @@ for a log range without unwrap the value of an entry is its size in bytes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,13 +14,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.logql import ast
+from svclog.logql.engine import block_workers
 from svclog.logql.engine import stages_bridge as sb
 from svclog.logql.engine.grouping import group_labels
 from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.engine.hints import parser_labels
 from svclog.logql.engine.log_windows import batch_bytes
 from svclog.logql.engine.unwrap import unwrap_values
-from svclog.logql.source import LogSource, SelectRequest
+from svclog.logql.source import LogSource, SelectRequest, StreamBlock
 from svclog.logql.stages.batch import LogBatch
 from svclog.model import Labels, LimitError
 
@@ -95,19 +97,26 @@ def select_samples(
     extract = parser_labels(log_range, keep) if keep is not None else None
     pipeline = sb.build_pipeline(remaining_stages(query, source), parser_labels=extract)
     parts: dict[Labels, list[tuple[np.ndarray, np.ndarray]]] = {}
-    for block in source.select_logs(request):
-        guard.check()
+
+    def sampled(block: StreamBlock) -> tuple[LogBatch, np.ndarray, int] | None:
+        # the block's own work (no shared state): may run on a helper thread, see block_workers
         batch = pipeline.process(sb.block_to_batch(block))
         if len(batch) == 0:
-            continue
+            return None
         transient = batch_bytes(batch)  # the parsed columns, held while this block is grouped
-        guard.charge(transient)
         if log_range.unwrap is not None:
             values, batch = unwrap_values(batch, log_range.unwrap)
         else:
             values = _line_bytes(batch.line)
         if keep is not None:
             _project(batch, keep)
+        return batch, values, transient
+
+    for done in block_workers.in_order(_checked(source.select_logs(request), guard), sampled):
+        if done is None:
+            continue
+        batch, values, transient = done
+        guard.charge(transient)
         ts = _int64(batch.ts)
         kept = 0
         for labels, idx in sb.group_by_labels(batch):
@@ -125,6 +134,12 @@ def select_samples(
         guard.charge(kept)
         guard.release(transient)
     return [_merge(labels, chunks) for labels, chunks in parts.items()]
+
+
+def _checked(blocks: Iterable[StreamBlock], guard: QueryGuard) -> Iterator[StreamBlock]:
+    for block in blocks:
+        guard.check()
+        yield block
 
 
 def _project(batch: LogBatch, keep: frozenset[str]) -> None:
