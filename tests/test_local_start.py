@@ -79,24 +79,23 @@ def test_background_serve_start_hands_its_error_to_the_start():
     assert done.done() and done.error is None
 
 
-def test_dashboard_agent_replaced_by_the_standin_only_inside_the_block():
+def test_agents_replaced_by_the_standins_only_inside_the_block():
     import sys
 
     from ray._private import services
 
-    from svclog.actors import agent_standin
+    from svclog.actors import agent_standin, runtime_env_standin
+
+    def build(component: str, session_dir: str) -> list[str]:  # what Ray's start calls, patched or not
+        return services._build_python_executable_command_memory_profileable(component, session_dir)
 
     with lean_local_head(keep_dashboard=False):
-        command = services._build_python_executable_command_memory_profileable("dashboard_agent", "/tmp/s")
-        assert command == [sys.executable, "-S", agent_standin.__file__]
-        # every other component keeps Ray's command (the runtime-env agent serves Serve's replicas)
-        assert services._build_python_executable_command_memory_profileable("runtime_env_agent", "/tmp/s")[0:2] == [
-            sys.executable,
-            "-u",
-        ]
+        assert build("dashboard_agent", "/tmp/s") == [sys.executable, "-I", "-S", agent_standin.__file__]
+        assert build("runtime_env_agent", "/tmp/s") == [sys.executable, "-I", "-S", runtime_env_standin.__file__]
+        assert build("raylet", "/tmp/s")[0:2] == [sys.executable, "-u"]  # every other component keeps Ray's command
     with lean_local_head(keep_dashboard=True):
-        assert services._build_python_executable_command_memory_profileable("dashboard_agent", "/tmp/s")[1] == "-u"
-    assert services._build_python_executable_command_memory_profileable("dashboard_agent", "/tmp/s")[1] == "-u"
+        assert build("dashboard_agent", "/tmp/s")[1] == "-u" and build("runtime_env_agent", "/tmp/s")[1] == "-u"
+    assert build("runtime_env_agent", "/tmp/s")[1] == "-u"
 
 
 def test_standin_publishes_the_agent_ports_as_unused_and_leaves_with_its_parent(tmp_path):

@@ -5,7 +5,7 @@ The agent serves Ray's metrics export, the state API and job submission, none of
 svclog uses (its /metrics are its own; the scheduler reads the GCS actor table directly), and cost
 ~127 MB RSS. This stand-in does the one thing the raylet waits for, publishing the agent's ports,
 as "not in use" (-1, what Ray's minimal install writes for the metrics ports), then stays alive
-until the raylet is gone. It runs as `python -S <this file> <the agent's arguments>`: no
+until the raylet is gone. It runs as `python -I -S <this file> <the agent's arguments>`: no
 site-packages, no svclog or Ray imports (~8 MB RSS).
 """
 

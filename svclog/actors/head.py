@@ -8,10 +8,12 @@ start leaves them out. `ray.init` has no switch for these, so this module adjust
 start parameters for the duration of that one call; if a Ray release renames what it touches,
 the start falls back to Ray's full set of processes (logged), never fails.
 
-The raylet also starts a dashboard agent, and exits when it does. Without `ray.dashboard` a local
-start runs `svclog/actors/agent_standin.py` in its place (~8 MB instead of ~127 MB RSS): it publishes
-the agent's ports as unused, as Ray's minimal install does for its metrics ports, and lives as long
-as the raylet. The runtime-env agent stays: Serve starts its replicas with environment variables.
+The raylet also starts a dashboard agent and a runtime-env agent, and exits when either does.
+Without `ray.dashboard` a local start runs stand-ins in their places: `svclog/actors/agent_standin.py`
+(~8 MB instead of ~127 MB RSS) publishes the dashboard agent's ports as unused, as Ray's minimal
+install does for its metrics ports; `svclog/actors/runtime_env_standin.py` (~12 MB instead of ~80 MB)
+answers the runtime environments a local start uses, environment variables only. Both live as long
+as the raylet.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-from svclog.actors import agent_standin
+from svclog.actors import agent_standin, runtime_env_standin
 
 log = logging.getLogger("svclog")
 
@@ -39,7 +41,10 @@ def lean_local_head(keep_dashboard: bool) -> Iterator[None]:
         params_init = parameter_module.RayParams.__init__
         start_api_server = node_module.Node.start_api_server
         python_command = services._build_python_executable_command_memory_profileable
-        agent = ray_constants.PROCESS_TYPE_DASHBOARD_AGENT
+        standins = {
+            ray_constants.PROCESS_TYPE_DASHBOARD_AGENT: agent_standin.__file__,
+            ray_constants.PROCESS_TYPE_RUNTIME_ENV_AGENT: runtime_env_standin.__file__,
+        }
     except (ImportError, AttributeError) as err:
         log.info("lean Ray head unavailable on this Ray release (%s): starting Ray's full head", err)
         yield
@@ -54,10 +59,11 @@ def lean_local_head(keep_dashboard: bool) -> Iterator[None]:
         self._webui_url = None
 
     def standin_agent(component: str, *args, **kwargs) -> list[str]:
-        # the agent's command is this interpreter followed by agent.py and its arguments:
-        # the stand-in takes agent.py's place as the script run, and reads the same arguments
-        if component == agent:
-            return [sys.executable, "-S", os.path.abspath(agent_standin.__file__)]
+        # an agent's command is this interpreter followed by the agent's script and its arguments:
+        # the stand-in takes the script's place as the one run, reads the same arguments, and runs
+        # isolated (-I -S: standard library only, no script directory on its path)
+        if component in standins:
+            return [sys.executable, "-I", "-S", os.path.abspath(standins[component])]
         return python_command(component, *args, **kwargs)
 
     parameter_module.RayParams.__init__ = lean_params
