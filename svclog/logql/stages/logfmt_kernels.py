@@ -126,5 +126,5 @@ def read_key(line: pa.Array, key: str) -> tuple[pa.Array, np.ndarray]:
     has_value = reached & value.is_valid().to_numpy(zero_copy_only=False)
     later = later_token_rows(rest, target)
     decided = (has_value | ~reached) & ~later
-    values = pc.if_else(pa.array(has_value & decided), value, pa.scalar(None, pa.string()))
+    values = pc.if_else(pa.array(has_value & decided), value, pa.scalar(None, value.type))
     return values, decided
