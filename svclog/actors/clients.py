@@ -285,33 +285,52 @@ class IngesterTail:
 
 class ServeReplicaCount:
     """Running replicas of a Serve deployment (the gateways hosting the distributor), read from
-    the Serve controller at most every `ttl` seconds; the last known count (at least 1) otherwise."""
+    the Serve controller at most every `ttl` seconds; the last known count (at least 1) otherwise.
 
-    def __init__(self, deployment: str = "gateway", ttl: float = 15.0):
+    The read runs on a thread of its own: a push asks for the count (the tenant's share of a
+    `global` rate limit), and when the count was read on the push's own thread, under the lock,
+    the push that found it stale and every push in flight waited for `serve.status()` -- a
+    controller call, every 15 s and on a fresh replica's first push."""
+
+    def __init__(self, deployment: str = "gateway", ttl: float = 15.0, read: Callable[[str], int] | None = None):
         self.deployment = deployment
         self.ttl = ttl
+        self._read = read or _running_replicas
         self._count = 1
         self._fetched = float("-inf")
+        self._reading = False
         self._lock = threading.Lock()
 
     def __call__(self) -> int:
         with self._lock:
-            if time.monotonic() - self._fetched >= self.ttl:
-                self._fetched = time.monotonic()
-                try:
-                    from ray import serve
-                    from ray.serve.schema import ReplicaState
-
-                    running = sum(
-                        overview.replica_states.get(ReplicaState.RUNNING, 0)
-                        for app in serve.status().applications.values()
-                        for name, overview in app.deployments.items()
-                        if name == self.deployment
-                    )
-                    self._count = max(1, running)
-                except Exception:  # the controller is busy or gone: keep the last count
-                    log.debug("serve status for %s", self.deployment, exc_info=True)
+            if not self._reading and time.monotonic() - self._fetched >= self.ttl:
+                self._reading = True
+                threading.Thread(target=self._refresh, name="serve-replica-count", daemon=True).start()
             return self._count
+
+    def _refresh(self) -> None:
+        count = None
+        try:
+            count = self._read(self.deployment)
+        except Exception:  # the controller is busy or gone: keep the last count
+            log.debug("serve status for %s", self.deployment, exc_info=True)
+        with self._lock:
+            if count is not None:
+                self._count = max(1, count)
+            self._fetched = time.monotonic()
+            self._reading = False
+
+
+def _running_replicas(deployment: str) -> int:
+    from ray import serve
+    from ray.serve.schema import ReplicaState
+
+    return sum(
+        overview.replica_states.get(ReplicaState.RUNNING, 0)
+        for app in serve.status().applications.values()
+        for name, overview in app.deployments.items()
+        if name == deployment
+    )
 
 
 def serve_deployment_states() -> dict[str, tuple[str, str]]:
