@@ -112,13 +112,28 @@ _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
 def _nesting(line: str) -> int:
-    """The deepest bracket nesting outside string literals (vectorised: only malformed lines get here)."""
-    codes = np.frombuffer(_STRINGS.sub("", line).encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    steps = np.isin(codes, _OPEN).astype(np.int32) - np.isin(codes, _CLOSE)
+    """The deepest bracket nesting outside string literals (only malformed lines get here)."""
+    brackets = _STRINGS.sub("", line).translate(_BRACKETS_ONLY)
+    if not brackets:
+        return 0
+    codes = np.frombuffer(brackets.encode("ascii"), dtype=np.uint8)
+    steps = np.where((codes == 0x7B) | (codes == 0x5B), 1, -1)  # "{" and "[" open, "}" and "]" close
     return int(np.cumsum(steps).max(initial=0))
 
 
-_OPEN, _CLOSE = np.frombuffer(b"{[", dtype=np.uint8), np.frombuffer(b"}]", dtype=np.uint8)
+class _Brackets(dict):
+    """str.translate table keeping only {, }, [ and ] (every other character is deleted)."""
+
+    def __missing__(self, code: int) -> int | None:
+        return code if code in (0x7B, 0x7D, 0x5B, 0x5D) else None
+
+
+_BRACKETS_ONLY = _Brackets()
+
+# a line whose first character past JSON whitespace is not "{" (and no bracket anywhere, whose
+# nesting could make it "too deep") is no object: the scan stops there with this error and
+# nothing extracted, so those lines are told apart in one pass
+_NOT_AN_OBJECT = r"^[ \t\n\r]*[^ \t\n\r{]|^[ \t\n\r]*$"
 
 
 def parse_json_line(line: str) -> tuple[dict[str, str], str | None]:
@@ -185,6 +200,15 @@ class JsonParserStage:
                 return batch
             rows = np.flatnonzero(~flat).tolist()
             lines = lines.take(rows)
+        not_object = pc.and_(  # brackets anywhere: the nesting check may answer another error
+            pc.fill_null(pc.match_substring_regex(lines, _NOT_AN_OBJECT), True),
+            pc.invert(pc.fill_null(pc.match_substring_regex(lines, r"[\[{]"), False)),
+        ).to_numpy(zero_copy_only=False)
+        if not_object.any():
+            for row in np.asarray(rows)[not_object].tolist():
+                errors[row] = json_scan.OBJECT_ERROR
+            rows = np.asarray(rows)[~not_object].tolist()
+            lines = lines.filter(pa.array(~not_object))
         for row, line in zip(rows, lines.to_pylist()):
             if wanted is not None and not wanted and _is_object(line or ""):
                 continue

@@ -5,8 +5,10 @@ import time
 
 import pytest
 
-from svclog.logql.stages.json_parser import MAX_DEPTH, MAX_EXTRACTED, TOO_DEEP, parse_json_line
+from svclog.logql import ast
+from svclog.logql.stages.json_parser import MAX_DEPTH, MAX_EXTRACTED, TOO_DEEP, JsonParserStage, parse_json_line
 from svclog.model import LimitError
+from tests.logql.stages.helpers import batch, col
 
 
 @pytest.mark.parametrize(
@@ -41,3 +43,33 @@ def test_quadratic_label_names_fail_the_query_naming_the_limit():
 def test_malformed_lines_keep_the_reference_details():
     assert parse_json_line('{"a":{"b":1,"c":"x"},"d":tru') == ({"a_b": "1", "a_c": "x"}, "Unknown value type")
     assert parse_json_line('{"a":"{{{{","b":{"c":2}}') == ({"a": "{{{{", "b_c": "2"}, None)
+
+
+NOT_OBJECTS_AND_OBJECTS = [
+    'ts=1 level=info msg="done" duration=3ms',
+    "",
+    "   ",
+    " \t{}",
+    '  {"a": 1}',
+    '{"a":1, bad',
+    "[1, 2]",
+    "  [" * 40 + "]" * 40,  # no object, but deeper than MAX_DEPTH: the nesting error, not the object one
+    'level=info msg="[brackets] {inside}"',
+    "x" + "[" * 200,
+    '"a string"',
+    "null",
+    "\u00e9t\u00e9=1",
+    '{"a":{"b":"}}}"}, "c": [1, {"d": true}]}',
+]
+
+
+@pytest.mark.parametrize("only", [None, frozenset(), frozenset({"a", "a_b"})])
+def test_the_stage_answers_per_line_parsing_for_lines_that_are_no_objects(only):
+    """The stage tells lines that are no object apart in one pass: labels and errors as parse_json_line's."""
+    lines = NOT_OBJECTS_AND_OBJECTS * 3
+    out = JsonParserStage(ast.JsonParser(params=()), only=only).process(batch(*lines))
+    expected = [parse_json_line(line) for line in lines]
+    assert col(out, "__error_details__") == [error for _, error in expected]
+    assert col(out, "__error__") == [None if error is None else "JSONParserErr" for _, error in expected]
+    for name in {name for labels, _ in expected for name in labels if only is None or name in only}:
+        assert col(out, name) == [labels.get(name) for labels, _ in expected], name
