@@ -18,13 +18,14 @@ from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.indexgateway_actor import GatewayIndex
 from svclog.actors.malloc_trim import MallocTrimmer
 from svclog.actors.registry import named_actor
-from svclog.actors.scheduler_actor import SCHEDULER_NAME
+from svclog.actors.scheduler_actor import SCHEDULER_NAME, Finished
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri, replication_factor
 from svclog.log_level import apply_level
 from svclog.logql.engine.guard import QueryCancelled, QueryGuard, QueryLimits
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.querier.running import RunningQueries
+from svclog.scheduler import Assignment
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
 from svclog.storage.objstore import ObjectStore
@@ -102,36 +103,46 @@ class QuerierActor:
             time.sleep(1.0)
             scheduler = _try_actor(SCHEDULER_NAME)
         incarnation = str(os.getpid())  # lets the scheduler requeue work of a dead predecessor
+        # the last sub-query's outcome rides on the next dequeue: one scheduler call per sub-query
+        finished: Finished | None = None
         while True:
             try:
-                assignment = ray.get(scheduler.dequeue.remote(querier_id, 1.0, incarnation))
-            except Exception:  # the scheduler restarts: wait for it
+                assignment = ray.get(scheduler.dequeue.remote(querier_id, 1.0, incarnation, finished))
+                finished = None
+            except Exception as err:  # the scheduler restarts: wait for it
+                # the outcome goes again as a plain error, in case it was what could not be sent
+                # (a restarted scheduler ignores the ticket: its frontend queues it again)
+                finished = None if finished is None else _undelivered(finished, err)
                 time.sleep(1.0)
                 scheduler = _try_actor(SCHEDULER_NAME) or scheduler
                 continue
             if assignment is None:
                 continue
-            tenants, sub, limits = assignment.item
-            guard = limits.guard()
-            self.running.start(assignment.ticket, guard)
-            answered = False
-            try:
-                partial = self.querier.execute(tenants, sub, guard)
-                partial.stats.extra["queue_seconds"] = assignment.queue_seconds
-                answered = True
-            except QueryCancelled:
-                continue  # abandoned: nobody waits for an answer
-            except Exception as err:  # noqa: BLE001 - errors travel back to the frontend
-                scheduler.fail.remote(assignment.ticket, err)
-                continue
-            finally:
-                self.running.finish(assignment.ticket)
-                del guard
-                if not answered:  # cancelled or failed: what it read is garbage now
-                    release_unused_memory()
-            scheduler.complete.remote(assignment.ticket, pack_answer(partial, ray.put))
-            del partial  # the answer is pickled (or in the object store) now; free this slot's memory
-            release_unused_memory()
+            finished = self._run_assignment(assignment)
+
+    def _run_assignment(self, assignment: Assignment) -> Finished | None:
+        """The sub-query's outcome for the scheduler; None when it was abandoned (cancelled)."""
+        tenants, sub, limits = assignment.item
+        guard = limits.guard()
+        self.running.start(assignment.ticket, guard)
+        answered = False
+        try:
+            partial = self.querier.execute(tenants, sub, guard)
+            partial.stats.extra["queue_seconds"] = assignment.queue_seconds
+            answered = True
+        except QueryCancelled:
+            return None  # abandoned: nobody waits for an answer
+        except Exception as err:  # noqa: BLE001 - errors travel back to the frontend
+            return Finished(assignment.ticket, error=err)
+        finally:
+            self.running.finish(assignment.ticket)
+            del guard
+            if not answered:  # cancelled or failed: what it read is garbage now
+                release_unused_memory()
+        answer = pack_answer(partial, ray.put)
+        del partial  # the answer is pickled (or in the object store) now; free this slot's memory
+        release_unused_memory()
+        return Finished(assignment.ticket, answer)
 
     def set_log_level(self, level: str) -> str:
         return apply_level(level)
@@ -224,6 +235,10 @@ def release_unused_memory() -> None:
     glibc's arenas (numpy arrays, Python objects) are trimmed soon after, off this thread."""
     pa.default_memory_pool().release_unused()
     _TRIMMER.request()
+
+
+def _undelivered(finished: Finished, err: Exception) -> Finished:
+    return Finished(finished.ticket, error=RuntimeError(f"the querier could not send its answer: {err}"))
 
 
 def _try_actor(name: str):

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import ray
 
@@ -52,6 +52,15 @@ def node_of_actor(name: str) -> str:
         return str(actors(actor_id=handle._actor_id.hex()).get("Address", {}).get("NodeID") or "")
     except Exception:  # noqa: BLE001 - unknown: the querier keeps the default group
         return ""
+
+
+class Finished(NamedTuple):
+    """A querier's outcome of one sub-query, sent with its next `dequeue`: the answer (as
+    `complete` takes it) or the error (as `fail` takes it)."""
+
+    ticket: int
+    answer: Any = None
+    error: BaseException | None = None
 
 
 class TicketLost(KeyError):
@@ -159,8 +168,14 @@ class SchedulerActor:
 
     # ------------------------------------------------------------ querier side
 
-    async def dequeue(self, querier_id: str, timeout: float = 1.0, incarnation: str = "") -> Assignment | None:
-        """Next sub-query for this querier, waiting up to `timeout` s; None when none came."""
+    async def dequeue(
+        self, querier_id: str, timeout: float = 1.0, incarnation: str = "", finished: Finished | None = None
+    ) -> Assignment | None:
+        """Next sub-query for this querier, waiting up to `timeout` s; None when none came.
+        `finished`: the outcome of the querier's previous sub-query, settled first (one call
+        per sub-query instead of a `complete` and a `dequeue`)."""
+        if finished is not None:
+            self._finish(finished)
         self._follow_load()
         await self._settle(self.scheduler.register_querier(querier_id, incarnation))
         await self._place(querier_id, incarnation)
@@ -209,6 +224,12 @@ class SchedulerActor:
 
     async def fail(self, ticket: int, error: BaseException) -> bool:
         return self._resolve(ticket, lambda outcome: outcome.set_exception(error))
+
+    def _finish(self, finished: Finished) -> bool:
+        if finished.error is not None:
+            error = finished.error
+            return self._resolve(finished.ticket, lambda outcome: outcome.set_exception(error))
+        return self._resolve(finished.ticket, lambda outcome: outcome.set_result(finished.answer))
 
     async def notify_shutdown(self, querier_id: str) -> None:
         self.scheduler.notify_shutdown(querier_id)

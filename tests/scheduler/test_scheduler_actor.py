@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from svclog.actors.scheduler_actor import SchedulerActor, scheduler_options
+from svclog.actors.scheduler_actor import Finished, SchedulerActor, scheduler_options
 from svclog.config import load_config
 from svclog.scheduler import QuerierLostError, TooManyOutstandingRequests
 
@@ -164,3 +164,25 @@ def test_each_querier_is_placed_in_its_node_group_once_per_process():
     dispatches = run(scenario())
     assert {(d.querier, d.group) for d in dispatches} == {("q1", "node-a"), ("q2", "node-b"), ("q3", "")}
     assert sorted(looked_up) == ["q1", "q1", "q2", "q3"]
+
+
+def test_next_dequeue_carries_the_previous_outcome():
+    """A querier's answer (or error) rides on its next dequeue: the waiting frontend gets it
+    before the querier's next sub-query is handed out, and an unknown ticket is ignored."""
+
+    async def scenario():
+        actor = make()
+        tickets = await actor.enqueue("acme", [], ["a", "b", "c"])
+        first = await actor.dequeue("q1", timeout=1)
+        answer = asyncio.create_task(actor.result(first.ticket))
+        second = await actor.dequeue("q1", timeout=1, finished=Finished(first.ticket, {"rows": 1}))
+        assert await answer == {"rows": 1}
+        failed = asyncio.create_task(actor.result(second.ticket))
+        third = await actor.dequeue("q1", timeout=1, finished=Finished(second.ticket, error=ValueError("bad")))
+        with pytest.raises(ValueError, match="bad"):
+            await failed
+        assert sorted(a.ticket for a in (first, second, third)) == tickets
+        assert await actor.dequeue("q1", timeout=0.01, finished=Finished(999, "late")) is None
+        assert not await actor.complete(first.ticket, "again")  # settled once
+
+    run(scenario())
