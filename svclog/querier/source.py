@@ -33,7 +33,11 @@ TENANT_LABEL = "__tenant_id__"
 INGESTER_PAGE_BYTES = 32 << 20
 
 
-IngesterAnswer = tuple[list[tuple[Labels, pa.Table]], int] | tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]
+IngesterAnswer = (
+    tuple[list[tuple[Labels, pa.Table]], int]
+    | tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]
+    | tuple[list[tuple[Labels, pa.Table]], int, IngesterScan, Any]  # a reader that pages: its cursor
+)
 
 
 class IngesterReader(Protocol):
@@ -51,7 +55,8 @@ class IngesterReader(Protocol):
         when the ingesters tell, what they scanned for it (summed over them). `deadline` is the
         query's (wall-clock seconds): an ingester stops its select when it passes. A reader with
         `cancellable = True` also takes `on_cancel` (QueryGuard.on_cancel) to stop its selects
-        when the query is cancelled."""
+        when the query is cancelled; one with `pages = True` takes `after` (its cursor, None for
+        the first page) and `page_bytes`, and answers the next page's cursor (None: no more)."""
         ...
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]: ...

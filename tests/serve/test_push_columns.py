@@ -95,7 +95,9 @@ def test_repeated_label_sets_are_merged_by_validation():
 
 def test_too_long_line_goes_to_the_per_entry_checks():
     data = body([{"stream": {"app": "api"}, "values": [["1", "ok"], ["2", "é" * 6]]}])
-    accepted, report = validate_columns(fast(data), ValidationLimits(max_line_size=10, reject_old_samples=False), 10**19)
+    accepted, report = validate_columns(
+        fast(data), ValidationLimits(max_line_size=10, reject_old_samples=False), 10**19
+    )
     assert report.rejected_entries == 1 and "Max entry size '10' bytes exceeded" in report.message()
     assert [s.columns().lines for s in accepted] == [["ok"]]
 

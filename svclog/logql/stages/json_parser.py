@@ -121,7 +121,7 @@ def _nesting(line: str) -> int:
     return int(np.cumsum(steps).max(initial=0))
 
 
-class _Brackets(dict):
+class _Brackets(dict[int, int | None]):
     """str.translate table keeping only {, }, [ and ] (every other character is deleted)."""
 
     def __missing__(self, code: int) -> int | None:
