@@ -23,33 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 import ray
-import yaml
+
+from tests.e2e.runtime_overrides import add_overrides, push_streams
 
 pytestmark = pytest.mark.ray
 NS = 10**9
 HEAVY, LIGHT = "heavy-a", "heavy-b"
 LINES = 40_000
 MIB = 1 << 20
-
-
-def _override(svc, limits: dict[str, dict]) -> None:
-    path = svc.cfg.runtime_config.file
-    with open(path) as f:
-        current = yaml.safe_load(f) or {}
-    merged = {**(current.get("overrides") or {}), **limits}
-    with open(path, "w") as f:
-        yaml.safe_dump({"overrides": merged}, f)
-    time.sleep(2.5)  # the reload period is 1 s
-
-
-def _push(svc, tenant: str, streams: list[dict]) -> None:
-    resp = httpx.post(
-        svc.url + "/loki/api/v1/push",
-        content=json.dumps({"streams": streams}),
-        timeout=120,
-        headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"},
-    )
-    assert resp.status_code == 204, resp.text
 
 
 def _get(client: httpx.Client, svc, tenant: str, path: str, **params) -> tuple[int, str, float]:
@@ -119,10 +100,10 @@ def data(svc) -> tuple[int, int]:
             [str(start + i * gap), f'level=info trace_id={i:032x} bytes={100 + i % 900} msg="request {i} served"']
             for i in range(env, LINES, 4)
         ]
-        _push(svc, HEAVY, [{"stream": {"env": f"e{env}", "app": "heavy"}, "values": values}])
+        push_streams(svc, HEAVY, [{"stream": {"env": f"e{env}", "app": "heavy"}, "values": values}])
     light = [[str(now - i * 10 * NS), f"light line {i}"] for i in range(60)]
-    _push(svc, LIGHT, [{"stream": {"app": "light"}, "values": light}])
-    _override(svc, {HEAVY: {"max_queriers_per_tenant": 1, "query_timeout": "30s"}})
+    push_streams(svc, LIGHT, [{"stream": {"app": "light"}, "values": light}])
+    add_overrides(svc, {HEAVY: {"max_queriers_per_tenant": 1, "query_timeout": "30s"}})
     return start - NS, now + NS
 
 
@@ -268,9 +249,11 @@ def test_read_budgets_refuse_a_query_before_it_reads(svc, data):
     """Per-tenant budgets from the overrides file: 400 naming the limit, no querier work."""
     tenant = "heavy-budget"
     now = time.time_ns()
-    _push(svc, tenant, [{"stream": {"app": "b"}, "values": [[str(now - i * NS), "x" * 200] for i in range(500)]}])
+    push_streams(
+        svc, tenant, [{"stream": {"app": "b"}, "values": [[str(now - i * NS), "x" * 200] for i in range(500)]}]
+    )
     window = {"start": str(now - 3600 * NS), "end": str(now + NS), "step": "60"}
-    _override(svc, {tenant: {"max_query_bytes_read": "10KB"}})
+    add_overrides(svc, {tenant: {"max_query_bytes_read": "10KB"}})
     with httpx.Client() as client:
         query = 'sum(count_over_time({app="b"} |= "x" [1m]))'
         status, body, _ = _get(client, svc, tenant, "/loki/api/v1/query_range", query=query, **window)
@@ -279,7 +262,7 @@ def test_read_budgets_refuse_a_query_before_it_reads(svc, data):
         # a limited log query (no filter) is not held to max_query_bytes_read
         status, body, _ = _get(client, svc, tenant, "/loki/api/v1/query_range", query='{app="b"}', **window)
         assert status == 200, body
-        _override(svc, {tenant: {"max_querier_bytes_read": "1KB"}})
+        add_overrides(svc, {tenant: {"max_querier_bytes_read": "1KB"}})
         status, body, _ = _get(client, svc, tenant, "/loki/api/v1/query_range", query=query, **window)
         assert status == 400 and "too large to execute on a single querier: (query: " in body, (status, body)
     assert _in_flight(svc) == 0

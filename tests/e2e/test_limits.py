@@ -13,10 +13,10 @@ import zlib
 
 import httpx
 import pytest
-import yaml
 
 from svclog.model import Entry, Labels, PushStream
 from svclog.serve.codecs.push import encode_push_protobuf
+from tests.e2e.runtime_overrides import add_overrides
 
 pytestmark = pytest.mark.ray
 BASE = 1_793_491_200 * 10**9  # 2026-11-01T00:00:00Z
@@ -35,13 +35,7 @@ OVERRIDES = {
 
 @pytest.fixture(scope="module")
 def limits(svc):
-    path = svc.cfg.runtime_config.file
-    with open(path) as f:
-        current = yaml.safe_load(f) or {}
-    merged = {**(current.get("overrides") or {}), **OVERRIDES}
-    with open(path, "w") as f:
-        yaml.safe_dump({"overrides": merged}, f)
-    time.sleep(2.5)  # the reload period is 1 s; the ring snapshot in ingesters is cached 5 s at most
+    add_overrides(svc, OVERRIDES)  # the ring snapshot in ingesters is cached 5 s at most: within the reload wait
     return svc
 
 

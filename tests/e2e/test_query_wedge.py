@@ -18,7 +18,8 @@ import time
 import httpx
 import pytest
 import ray
-import yaml
+
+from tests.e2e.runtime_overrides import add_overrides, push_streams
 
 pytestmark = pytest.mark.ray
 NS = 10**9
@@ -31,26 +32,6 @@ def _scheduler():
     from svclog.actors.scheduler_actor import SCHEDULER_NAME
 
     return named_actor(SCHEDULER_NAME)
-
-
-def _override(svc, tenant: str, limits: dict) -> None:
-    path = svc.cfg.runtime_config.file
-    with open(path) as f:
-        current = yaml.safe_load(f) or {}
-    merged = {**(current.get("overrides") or {}), tenant: limits}
-    with open(path, "w") as f:
-        yaml.safe_dump({"overrides": merged}, f)
-    time.sleep(2.5)  # the reload period is 1 s
-
-
-def _push(svc, tenant: str, streams: list[dict]) -> None:
-    resp = httpx.post(
-        svc.url + "/loki/api/v1/push",
-        content=json.dumps({"streams": streams}),
-        timeout=120,
-        headers={"X-Scope-OrgID": tenant, "Content-Type": "application/json"},
-    )
-    assert resp.status_code == 204, resp.text
 
 
 def _query(svc, tenant: str, query: str, start: int, end: int, limit: int) -> tuple[int, str, float]:
@@ -104,7 +85,7 @@ def heavy(svc) -> tuple[int, int]:
     gap = 1800 * NS // LINES
     for env in range(4):
         rows = range(env, LINES, 4)
-        _push(
+        push_streams(
             svc,
             HEAVY,
             [
@@ -118,10 +99,12 @@ def heavy(svc) -> tuple[int, int]:
 
 
 def test_a_heavy_query_times_out_alone_and_frees_the_queriers(svc, heavy):
-    _override(svc, HEAVY, {"query_timeout": "1s"})
+    add_overrides(svc, {HEAVY: {"query_timeout": "1s"}})
     start, end = heavy
     now = time.time_ns()
-    _push(svc, LIGHT, [{"stream": {"app": "light"}, "values": [[str(now - i * NS), f"light {i}"] for i in range(50)]}])
+    push_streams(
+        svc, LIGHT, [{"stream": {"app": "light"}, "values": [[str(now - i * NS), f"light {i}"] for i in range(50)]}]
+    )
 
     def light() -> tuple[int, str, float]:
         return _query(svc, LIGHT, '{app="light"}', now - 3600 * NS, now + NS, 100)
@@ -187,10 +170,12 @@ def test_a_client_that_disconnects_stops_its_query_everywhere(svc, heavy):
     """No timeout fires here (60 s): the client giving up alone must stop the work in the queriers
     (and their ingester selects), free their memory, and leave another tenant's query its normal time."""
     tenant, other = HEAVY, "wedge-light-2"
-    _override(svc, tenant, {"query_timeout": "60s"})
+    add_overrides(svc, {tenant: {"query_timeout": "60s"}})
     start, end = heavy
     now = time.time_ns()
-    _push(svc, other, [{"stream": {"app": "light"}, "values": [[str(now - i * NS), f"l {i}"] for i in range(50)]}])
+    push_streams(
+        svc, other, [{"stream": {"app": "light"}, "values": [[str(now - i * NS), f"l {i}"] for i in range(50)]}]
+    )
     light = lambda: _query(svc, other, '{app="light"}', now - 3600 * NS, now + NS, 100)  # noqa: E731
     status, body, normal = light()
     assert status == 200, body
@@ -249,7 +234,7 @@ def test_a_metadata_request_past_its_deadline_is_a_504_and_leaves_no_work(svc, h
     past it the answer is a 504 naming query_timeout and the querier runs nothing of it any more."""
     tenant = "wedge-meta"
     now = time.time_ns()
-    _push(svc, tenant, [{"stream": {"app": "m"}, "values": [[str(now - i * NS), f"m {i}"] for i in range(10)]}])
+    push_streams(svc, tenant, [{"stream": {"app": "m"}, "values": [[str(now - i * NS), f"m {i}"] for i in range(10)]}])
     window = {"start": str(now - 3600 * NS), "end": str(now + NS)}
     routes = {
         "series": ("/loki/api/v1/series", {"match[]": '{app="m"}'}),
@@ -261,7 +246,7 @@ def test_a_metadata_request_past_its_deadline_is_a_504_and_leaves_no_work(svc, h
     for name, (path, params) in routes.items():  # answered under a normal deadline
         resp = httpx.get(svc.url + path, headers={"X-Scope-OrgID": tenant}, params={**window, **params}, timeout=30)
         assert resp.status_code == 200, (name, resp.text)
-    _override(svc, tenant, {"query_timeout": "1ms"})
+    add_overrides(svc, {tenant: {"query_timeout": "1ms"}})
     for name, (path, params) in routes.items():
         resp = httpx.get(svc.url + path, headers={"X-Scope-OrgID": tenant}, params={**window, **params}, timeout=30)
         assert resp.status_code == 504 and "(query_timeout)" in resp.text, (name, resp.status_code, resp.text)

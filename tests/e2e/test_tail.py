@@ -10,9 +10,10 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
-import yaml
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
+
+from tests.e2e.runtime_overrides import add_overrides
 
 pytestmark = pytest.mark.ray
 TENANT = "tail-e2e"
@@ -162,21 +163,17 @@ class RawTailClient:
 @pytest.fixture(scope="module")
 def flood_limits(svc):
     """The flood tenant may push far beyond the test service's default ingestion rate."""
-    path = svc.cfg.runtime_config.file
-    with open(path) as f:
-        current = yaml.safe_load(f) or {}
-    overrides = {
-        **(current.get("overrides") or {}),
-        FLOOD_TENANT: {
-            "ingestion_rate_mb": 1024,
-            "ingestion_burst_size_mb": 1024,
-            "per_stream_rate_limit": "1GB",
-            "per_stream_rate_limit_burst": "1GB",
+    add_overrides(
+        svc,
+        {
+            FLOOD_TENANT: {
+                "ingestion_rate_mb": 1024,
+                "ingestion_burst_size_mb": 1024,
+                "per_stream_rate_limit": "1GB",
+                "per_stream_rate_limit_burst": "1GB",
+            }
         },
-    }
-    with open(path, "w") as f:
-        yaml.safe_dump({"overrides": overrides}, f)
-    time.sleep(2.5)  # the reload period is 1 s
+    )
     return svc
 
 
