@@ -173,8 +173,36 @@ def run_cluster_script(script: Path, timeout_s: float) -> tuple[int, str, str]:
         err += f"\n[killed after {timeout_s} s]"
     finally:
         kill_processes_under(ray_tmp)  # Ray daemons leave the script's process group
+        if proc.returncode:
+            err += control_plane_logs(Path(ray_tmp))
         shutil.rmtree(ray_tmp, ignore_errors=True)
     return proc.returncode, out, err
+
+
+CONTROL_PLANE_LOGS = ("gcs_server.out", "gcs_server.err", "monitor.log", "monitor.err", "raylet.err")
+
+
+def control_plane_logs(ray_tmp: Path, tail_lines: int = 15) -> str:
+    """The last lines of the head's GCS, autoscaler monitor and raylet logs: a failed run's temp dir
+    is deleted with it, and a dead GCS (its driver only says "Failed to connect to GCS") is
+    otherwise a mystery."""
+    parts = []
+    for name in CONTROL_PLANE_LOGS:
+        for path in sorted(ray_tmp.glob(f"**/session_2*/logs/{name}")):  # not the session_latest link
+            lines = path.read_text(errors="replace").splitlines()[-tail_lines:]
+            parts.append(f"--- {path.relative_to(ray_tmp)} ---\n" + "\n".join(lines))
+    return "\n" + "\n".join(parts) if parts else "\n[no Ray logs found]"
+
+
+def run_until_result(script: Path, timeout_s: float) -> tuple[int, str, str]:
+    """run_cluster_script, once more when Ray's own control plane died under it (the GCS of the
+    script's cluster gone, so no RESULT at all): that is Ray failing on a loaded 2-core machine,
+    not svclog. The first run's error and logs are kept in front of the second's output."""
+    code, out, err = run_cluster_script(script, timeout_s)
+    if "RESULT " in out or "Failed to connect to GCS" not in err:
+        return code, out, err
+    print(f"the cluster's GCS died (exit {code}), running once more:\n{err[-6000:]}", file=sys.stderr)
+    return run_cluster_script(script, timeout_s)
 
 
 def _push(client: httpx.Client, url: str, first: int, count: int) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.e2e.multinode_cluster import run_cluster_script
+from tests.e2e.multinode_cluster import run_until_result
 
 SCRIPT = Path(__file__).with_name("autoscaling_cluster.py")
 TIMEOUT_S = 420  # startup of six fake nodes, the load, the scale-down and the autoscaler's idle timeout
@@ -22,7 +22,7 @@ FAIR_TOLERANCE = 0.10  # each actor path's share within 10 % of 1/3
 
 
 def test_queriers_follow_the_load_onto_new_read_nodes_and_back_while_writes_keep_their_rf():
-    code, out, err = run_cluster_script(SCRIPT, TIMEOUT_S)
+    code, out, err = run_until_result(SCRIPT, TIMEOUT_S)
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result (exit {code}):\n{out[-4000:]}\n{err[-4000:]}"
     result = json.loads(lines[-1].removeprefix("RESULT "))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.e2e.multinode_cluster import run_cluster_script
+from tests.e2e.multinode_cluster import run_until_result
 
 SCRIPT = Path(__file__).with_name("multinode_cluster.py")
 TIMEOUT_S = 360  # a cap: the run takes 100-200 s on a 2-core machine, SeaweedFS and startup included
@@ -22,7 +22,7 @@ MIN_PER_NODE = 60  # contended hand-outs per node: one round off in 60 is 5 %, w
 
 
 def test_nodes_sharing_only_s3_lose_one_under_writes_and_every_acknowledged_entry_is_queryable():
-    code, out, err = run_cluster_script(SCRIPT, TIMEOUT_S)
+    code, out, err = run_until_result(SCRIPT, TIMEOUT_S)
     lines = [line for line in out.splitlines() if line.startswith("RESULT ")]
     assert lines, f"no result (exit {code}):\n{out[-3000:]}\n{err[-3000:]}"
     result = json.loads(lines[-1].removeprefix("RESULT "))
