@@ -8,6 +8,12 @@ import time
 import pytest
 
 from svclog.logql.engine import block_workers
+from svclog.logql.engine.evaluator import evaluate
+from svclog.logql.engine.json_codec import result_to_json
+from svclog.logql.engine.memory_source import MemorySource
+from svclog.logql.engine.params import QueryParams
+from svclog.logql.parser import parse
+from svclog.model import NS, Labels
 
 
 def _slow_square(item: int) -> tuple[int, str]:
@@ -63,3 +69,37 @@ def test_items_are_taken_at_most_a_few_ahead_of_the_result_being_used():
 
     for value in block_workers.in_order(items(), lambda i: i):
         assert len(taken) - value <= block_workers.AHEAD + 1
+
+
+@pytest.mark.parametrize(
+    ("query", "helped"),
+    [
+        ('sum by (level) (count_over_time({env=~".+"}[1m]))', False),
+        ('sum by (app) (rate({env="prod"} |= "error" [5m]))', False),
+        ('topk(5, sum by (pod) (bytes_over_time({env=~".+"} |~ "a.c" [5m])))', False),
+        ('sum by (app) (count_over_time({env="prod"} | logfmt | duration > 100ms [1m]))', True),
+        ('sum by (app) (count_over_time({env="prod"} | json | level="error" [1m]))', True),
+        ('sum by (app) (sum_over_time({env="prod"} | unwrap size [1m]))', True),
+    ],
+)
+def test_only_parser_or_unwrap_blocks_go_to_helpers(monkeypatch, query, helped):
+    """A block's work without a parser or unwrap is a few short calls: it stays on the query's
+    thread (handing it over cost more CPU than it saved); the answer is the same either way."""
+    streams = {
+        Labels.from_dict({"env": "prod", "app": "a", "level": "info", "pod": "p"}): [
+            (i * NS, f'level=info duration={i}ms size={i} msg="abc"') for i in range(200)
+        ]
+    }
+    params = QueryParams(start=0, end=300 * NS, step=60 * NS)
+    calls = []
+    real = block_workers.in_order
+
+    def recording(items, work):
+        calls.append(query)
+        return real(items, work)
+
+    monkeypatch.setattr(block_workers, "in_order", recording)
+    answer = result_to_json(evaluate(parse(query), params, MemorySource(streams)))
+    assert bool(calls) is helped
+    monkeypatch.setattr(block_workers, "in_order", lambda items, work: (work(item) for item in items))
+    assert result_to_json(evaluate(parse(query), params, MemorySource(streams))) == answer
