@@ -30,7 +30,8 @@ def apply_line_filters(table: pa.Table, line_filters: tuple) -> pa.Table:
     for node in line_filters:
         part = line_filter_mask(node, lines)
         mask = part if mask is None else pc.and_(mask, part)
-    return table.filter(pc.fill_null(mask, False))
+    assert mask is not None
+    return table.filter(pc.fill_null(mask, False) if mask.null_count else mask)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from svclog.chunk.format import CHUNK_SCHEMA
 from svclog.chunk.head import sort_dedupe
@@ -403,9 +404,18 @@ def _count_blocks(stats: SourceStats, fetch: FetchStats) -> None:
 
 
 def _line_bytes(table: pa.Table) -> int:
-    import pyarrow.compute as pc
-
-    return int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0)
+    """The lines' bytes: each chunk's last offset less its first, without a pass over the lines."""
+    total = 0
+    for chunk in table.column("line").chunks:
+        if chunk.null_count:  # a null's offsets may span bytes: count only the valid lines
+            total += int(pc.sum(pc.binary_length(chunk)).as_py() or 0)
+        elif len(chunk):
+            dtype = (
+                np.int64 if pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type) else np.int32
+            )
+            offsets = np.frombuffer(chunk.buffers()[1], dtype=dtype)
+            total += int(offsets[chunk.offset + len(chunk)]) - int(offsets[chunk.offset])
+    return total
 
 
 def _metadata_or_none(table: pa.Table) -> pa.Array | None:

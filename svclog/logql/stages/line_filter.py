@@ -51,7 +51,9 @@ def operand_mask(op: str, value: ast.FilterValue, lines: pa.Array) -> pa.Array:
 def line_filter_mask(node: ast.LineFilter, lines: pa.Array) -> pa.Array:
     mask: pa.Array | None = None
     for value in node.values:
-        hit = pc.fill_null(operand_mask(node.op, value, lines), False)
+        hit = operand_mask(node.op, value, lines)
+        if hit.null_count:  # a null line matches nothing (chunk lines are never null: no copy)
+            hit = pc.fill_null(hit, False)
         mask = hit if mask is None else pc.or_(mask, hit)
     if mask is None:
         mask = pa.repeat(pa.scalar(True), len(lines))
