@@ -283,11 +283,15 @@ class StoreSource:
                 tables = flushed + unflushed
                 if not tables:
                     continue
+                # one stored chunk alone is already in order without repeats (every chunk is
+                # sort_dedupe'd when sealed or rewritten; a read keeps a range of its rows)
+                one_chunk = len(flushed) == 1 and not unflushed
                 merged = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
                 del tables, flushed, fresh, unflushed
-                before = merged.num_rows
-                merged = sort_dedupe(merged)
-                self.stats.duplicates += before - merged.num_rows
+                if not one_chunk:
+                    before = merged.num_rows
+                    merged = sort_dedupe(merged)
+                    self.stats.duplicates += before - merged.num_rows
                 if drop_deleted is not None:
                     merged = drop_deleted(labels, merged)
                 if merged.num_rows:
