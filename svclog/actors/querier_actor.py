@@ -48,6 +48,7 @@ class QuerierActor:
         store = ObjectStore(object_store_uri(cfg))
         pool = IngesterPool(RingClient(), replication_factor(cfg))
         self._pullers: list[threading.Thread] = []
+        self._slots = 0  # pull loops, as the scheduler is told
         self.running = RunningQueries()  # what the pull loops run, stopped when the scheduler says so
         self.calls = RunningQueries()  # direct calls (metadata, the ruler's queries), stopped by ray.cancel
         self._call_ids = itertools.count()
@@ -75,7 +76,8 @@ class QuerierActor:
         """Run `slots` loops that take sub-queries from the scheduler (querier.max_concurrent)."""
         if self._pullers:
             return
-        for slot in range(max(1, slots)):
+        self._slots = max(1, slots)
+        for slot in range(self._slots):
             thread = threading.Thread(target=self._pull_loop, args=(querier_id,), name=f"pull-{slot}", daemon=True)
             thread.start()
             self._pullers.append(thread)
@@ -107,7 +109,8 @@ class QuerierActor:
         finished: Finished | None = None
         while True:
             try:
-                assignment = ray.get(scheduler.dequeue.remote(querier_id, 1.0, incarnation, finished))
+                # with its slot count: the scheduler keeps one of them from any single tenant
+                assignment = ray.get(scheduler.dequeue.remote(querier_id, 1.0, incarnation, finished, self._slots))
                 finished = None
             except Exception as err:  # the scheduler restarts: wait for it
                 # the outcome goes again as a plain error, in case it was what could not be sent

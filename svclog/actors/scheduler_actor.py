@@ -139,7 +139,8 @@ class SchedulerActor:
         for ticket in tickets:
             self._outcomes[ticket] = loop.create_future()
         # a querier woken for a tenant outside its shard takes nothing: wake them all then
-        await self._wake(len(tickets), every=self.scheduler.restricts(tenant))
+        every = self.scheduler.restricts(tenant) or self.scheduler.at_slot_cap(tenant)
+        await self._wake(len(tickets), every=every)
         return tickets
 
     async def result(self, ticket: int, timeout: float | None = None) -> Any:
@@ -169,11 +170,17 @@ class SchedulerActor:
     # ------------------------------------------------------------ querier side
 
     async def dequeue(
-        self, querier_id: str, timeout: float = 1.0, incarnation: str = "", finished: Finished | None = None
+        self,
+        querier_id: str,
+        timeout: float = 1.0,
+        incarnation: str = "",
+        finished: Finished | None = None,
+        slots: int = 0,
     ) -> Assignment | None:
         """Next sub-query for this querier, waiting up to `timeout` s; None when none came.
         `finished`: the outcome of the querier's previous sub-query, settled first (one call
-        per sub-query instead of a `complete` and a `dequeue`)."""
+        per sub-query instead of a `complete` and a `dequeue`). `slots`: the querier's pull
+        loops (one tenant may fill all but the scheduler's reserved ones)."""
         if finished is not None:
             self._finish(finished)
         self._follow_load()
@@ -183,14 +190,14 @@ class SchedulerActor:
         deadline = loop.time() + timeout
         async with self._work:
             while True:
-                assignment = self._next(querier_id)
+                assignment = self._next(querier_id, slots)
                 remaining = deadline - loop.time()
                 if assignment is not None or remaining <= 0:
                     return assignment
                 try:
                     await asyncio.wait_for(self._work.wait(), remaining)
                 except TimeoutError:
-                    return self._next(querier_id)
+                    return self._next(querier_id, slots)
 
     async def _place(self, querier_id: str, incarnation: str) -> None:
         """Put the querier in its node's consumer group (looked up once per process)."""
@@ -202,8 +209,8 @@ class SchedulerActor:
                 del self._nodes[old]  # a restarted querier: its old process is gone
         self.scheduler.set_group(querier_id, await asyncio.shield(lookup))
 
-    def _next(self, querier_id: str) -> Assignment | None:
-        assignment = self.scheduler.next_for_querier(querier_id)
+    def _next(self, querier_id: str, slots: int = 0) -> Assignment | None:
+        assignment = self.scheduler.next_for_querier(querier_id, slots)
         for ticket in self.scheduler.take_expired():  # its frontend has given up on it by now
             outcome = self._outcomes.get(ticket)
             if outcome is not None and not outcome.done():

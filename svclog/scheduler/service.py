@@ -11,6 +11,11 @@ Each querier belongs to a consumer group, its node: the fair queue takes turns p
 the queriers of every node get the actor paths' equal shares (not just all nodes together).
 A querier whose node is not known yet is in the default group "".
 
+A querier that says how many sub-queries it runs at once (`slots`) keeps `RESERVED_SLOTS` of
+them from any one tenant: a tenant holding all but those passes its turn on that querier, so
+another tenant's small query finds a free slot instead of queueing behind a heavy tenant's
+work (issue 16: with every slot busy, a light tenant's sub-query waited up to 2 s).
+
 A ticket may carry a deadline (wall clock): once past it, it is dropped from the queue rather
 than handed out. Queriers send `heartbeat`s with the tickets they run and are told which of
 them are gone (cancelled, expired, re-queued elsewhere), so they stop that work.
@@ -29,6 +34,7 @@ from svclog.scheduler.fair_queue import DEFAULT_MAX_LEVELS, DEFAULT_MAX_OUTSTAND
 from svclog.scheduler.querier_shard import MaxQueriers, QuerierShards
 
 T = TypeVar("T")
+RESERVED_SLOTS = 1  # slots of a querier no single tenant may fill (kept for the other tenants)
 FORGOTTEN_KEPT = 1024  # forgotten querier ids remembered (their late calls get no work)
 DISPATCH_LOG = 4096  # hand-outs remembered for metrics (which querier, which actor path)
 
@@ -109,6 +115,7 @@ class _Querier:
     shutting_down: bool = False
     seen_at: float = 0.0
     group: str = ""  # its node: whose turns of the fair queue it takes
+    slots: int = 0  # sub-queries it runs at once (0: unknown, no slot is reserved)
 
 
 class Scheduler(Generic[T]):
@@ -166,9 +173,11 @@ class Scheduler(Generic[T]):
 
     # ------------------------------------------------------------ querier side
 
-    def next_for_querier(self, querier_id: str) -> Assignment[T] | None:
+    def next_for_querier(self, querier_id: str, slots: int = 0) -> Assignment[T] | None:
         """The next sub-query in fair order, or None when nothing is queued (never blocks).
-        Sub-queries past their deadline are dropped on the way (see `take_expired`)."""
+        Sub-queries past their deadline are dropped on the way (see `take_expired`). `slots`:
+        how many sub-queries this querier runs at once (a tenant may fill all but
+        RESERVED_SLOTS of them; 0 keeps what it said before)."""
         if querier_id in self._forgotten:
             return None  # a late call of a forgotten process: its work would wait for nobody
         querier = self._queriers.get(querier_id)
@@ -176,12 +185,11 @@ class Scheduler(Generic[T]):
             querier = self._queriers[querier_id] = _Querier("")
             self._members_changed = True
         querier.seen_at = self._clock()
+        if slots > 0:
+            querier.slots = slots
         if querier.shutting_down:
             return None
-        may_serve = None
-        if self.shards.enabled:
-            self._update_members()
-            may_serve = lambda tenant: self.shards.may_serve(tenant, querier_id)  # noqa: E731
+        may_serve = self._may_serve(querier_id, querier)
         while True:
             taken = self.queue.dequeue(querier.group, may_serve)
             if taken is None:
@@ -202,6 +210,36 @@ class Scheduler(Generic[T]):
             Dispatch(taken.ticket, entry.tenant, entry.path, querier_id, taken.contenders, querier.group)
         )
         return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts, entry.deadline)
+
+    def _may_serve(self, querier_id: str, querier: _Querier) -> Callable[[str], bool] | None:
+        """Which tenants this querier may take work from now (None: any): its querier shard's,
+        and none that holds all of its slots but the reserved ones."""
+        sharded = self.shards.enabled
+        if sharded:
+            self._update_members()
+        cap = querier.slots - RESERVED_SLOTS
+        held = self._held_by_tenant(querier) if cap > 0 and len(querier.running) >= cap else {}
+        full = {tenant for tenant, n in held.items() if n >= cap}
+        if not sharded and not full:
+            return None
+        return lambda tenant: tenant not in full and (not sharded or self.shards.may_serve(tenant, querier_id))
+
+    def _held_by_tenant(self, querier: _Querier) -> dict[str, int]:
+        held: dict[str, int] = {}
+        for ticket in querier.running:
+            entry = self._tickets.get(ticket)
+            if entry is not None:
+                held[entry.tenant] = held.get(entry.tenant, 0) + 1
+        return held
+
+    def at_slot_cap(self, tenant: str) -> bool:
+        """Whether some querier passes `tenant` over because it holds all its unreserved slots
+        (a wake-up for that tenant must then reach every querier, not one that may pass)."""
+        for querier in self._queriers.values():
+            cap = querier.slots - RESERVED_SLOTS
+            if cap > 0 and len(querier.running) >= cap and self._held_by_tenant(querier).get(tenant, 0) >= cap:
+                return True
+        return False
 
     def _update_members(self) -> None:
         if self._members_changed:
