@@ -62,9 +62,11 @@ def serve_main(args: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     topology.stop(handles, cfg)
     import ray
-    from ray import serve
 
-    serve.shutdown()  # also stops Serve's HAProxy, which would otherwise keep the port
+    if topology.uses_serve(cfg):
+        from ray import serve
+
+        serve.shutdown()  # also stops Serve's HAProxy, which would otherwise keep the port
     ray.shutdown()  # a local cluster's GCS and raylet go with it
     # Everything is stopped, flushed and shut down: leave without the interpreter's finalisation,
     # which spent 3-4 s in Ray's native teardown after ray.shutdown had returned (measured).

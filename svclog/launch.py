@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 import ray
-from ray import serve
 
 from svclog import targets
 from svclog.actors.backend_host import HostedPart, RemoteBackendHost
@@ -25,6 +24,7 @@ from svclog.actors.options import (
     RING_NAME,
     backend_host_options,
     compactor_options,
+    gateway_options,
     index_gateway_name,
     index_gateway_options,
     index_gateway_ring_options,
@@ -43,11 +43,13 @@ from svclog.actors.ruler_actor import RemoteRuler, RulerActor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, RemoteScheduler, SchedulerActor, scheduler_options
 from svclog.config import Config, replication_factor
 from svclog.serve.deployments import GATEWAY_MAX_ONGOING, build_application, scaling
+from svclog.serve.direct_gateway import DirectGateway
 from svclog.serve.port_holder import PortHolder
 from svclog.serve.runtime import clear_log_level, mark_started
 from svclog.serve.standby import standby_application
 
 log = logging.getLogger("svclog")
+RemoteDirectGateway = ray.remote(DirectGateway)
 APP_NAME = "svclog"
 # Ray's settings for a local cluster. The raylet frees objects nobody references in batches, every
 # free_objects_period_milliseconds (1000 by default): the ingesters' select answers of a query
@@ -62,7 +64,7 @@ LOCAL_RAY_SYSTEM_CONFIG = {"free_objects_period_milliseconds": 10}
 def connect(cfg: Config) -> None:
     if ray.is_initialized():
         return
-    if cfg.ray.serve_haproxy:
+    if cfg.ray.serve_haproxy and uses_serve(cfg):
         # read by the Serve controller, which inherits this process's environment on a local
         # cluster; on a joined cluster the nodes must set it themselves (cluster.yaml does)
         os.environ.setdefault("RAY_SERVE_ENABLE_HA_PROXY", "1")
@@ -131,7 +133,8 @@ def start(cfg: Config) -> dict:
     # fresh Ray worker, one after the other). With the port held, the controller is asked for first,
     # in the background, and the gateway is deployed as soon as the controller runs, so the replica
     # boots beside Serve's HTTP entry instead of after it.
-    http = BackgroundCall(start_http_entry, cfg) if holder is not None and single_gateway(cfg) else None
+    direct = not uses_serve(cfg)
+    http = BackgroundCall(start_http_entry, cfg) if holder is not None and single_gateway(cfg) and not direct else None
     wanted = targets.components(cfg.targets())
     name, prefix = targets.app_name_and_prefix(cfg.targets())
     ingesters, queriers, backends = [], [], []
@@ -160,13 +163,24 @@ def start(cfg: Config) -> dict:
         ]
     # The actors boot (each Python worker spends seconds importing) while Serve starts: named actors
     # are registered when created, so whoever looks one up by name waits for it, never misses it.
+    num_queriers = max(1, cfg.ray.num_queriers)
+    if direct:  # no Serve: the gateway serves HTTP itself, answering 503 until every component runs
+        gateway = start_direct_gateway(cfg, num_queriers, holder)
+        ray.get([actor.ready.remote() for actor in (ring, *ingesters, *queriers, *backends)])
+        log.info(
+            "svclog (%s) serving on http://%s:%d/",
+            cfg.target,
+            cfg.server.http_listen_address,
+            cfg.server.http_listen_port,
+        )
+        return {"ring": ring, "ingesters": ingesters, "queriers": queriers, "backends": backends, "gateway": gateway}
+    serve = ray_serve()
     if holder is None:
         open_http(cfg, name, prefix)
     elif http is None:  # the holder answers 503 until the gateway is routed: no standby replica to start
         start_http(cfg)
     else:
         wait_for_serve_controller(http)
-    num_queriers = max(1, cfg.ray.num_queriers)
     overlap = single_gateway(cfg)
     if overlap:  # the gateway starts beside the actors too, answering 503 until they all run
         mark_started(False)
@@ -193,6 +207,33 @@ def start(cfg: Config) -> dict:
         "app": name,
         "prefix": prefix,
     }
+
+
+def start_direct_gateway(cfg: Config, num_queriers: int, holder: PortHolder | None) -> Any:
+    """The gateway actor serving HTTP itself (svclog/serve/direct_gateway.py), deployed in its starting
+    state; the holder hands it the port once it listens."""
+    mark_started(False)
+    gateway: Any = RemoteDirectGateway.options(**gateway_options(cfg.ray.serve_num_cpus)).remote(
+        cfg, num_queriers, True
+    )
+    if not ray.get(gateway.listening.remote(ROUTED_TIMEOUT_S)):
+        log.warning("start: the gateway does not listen after %gs; releasing the port anyway", ROUTED_TIMEOUT_S)
+    if holder is not None:
+        holder.release()
+    return gateway
+
+
+def ray_serve() -> Any:
+    """Ray Serve, imported only by a start that runs on it: the import is ~48 MB of the driver."""
+    from ray import serve
+
+    return serve
+
+
+def uses_serve(cfg: Config) -> bool:
+    """Does the HTTP entry run on Ray Serve? A cluster start's does (replicas on any node, scaled by
+    Serve); a local start's single gateway serves HTTP itself unless `ray.local_serve` asks for Serve."""
+    return bool(cfg.ray.address) or cfg.ray.local_serve or not single_gateway(cfg)
 
 
 def hosts_backend(cfg: Config) -> bool:
@@ -271,6 +312,7 @@ def open_http(cfg: Config, name: str, prefix: str) -> None:
     the port): once the route exists every request answers 503 with Retry-After; between the port
     opening and the route, Serve's entry answers 404."""
     start_http(cfg)
+    serve = ray_serve()
     serve.run(standby_application("starting"), name=name, route_prefix=prefix, blocking=False)
 
 
@@ -324,6 +366,7 @@ def start_http_entry(cfg: Config) -> None:
 
 
 def start_http(cfg: Config) -> None:
+    serve = ray_serve()
     serve.start(
         http_options={"host": cfg.server.http_listen_address, "port": cfg.server.http_listen_port},
         logging_config={"log_level": "WARNING", "enable_access_log": False},
@@ -422,11 +465,20 @@ def stop(handles: dict | None = None, cfg: Config | None = None, timeout_s: floa
     """A clean stop: the HTTP application goes first (no new work), the ingesters run their shutdown
     path (bounded by `timeout_s`), then every actor is killed, the ring last."""
     handles = handles or {}
-    close_http(handles.get("app", APP_NAME), handles.get("prefix"), single_gateway=bool(cfg and single_gateway(cfg)))
+    gateway = handles.get("gateway")
+    if gateway is not None:
+        direct_standby(gateway)
+    else:
+        close_http(
+            handles.get("app", APP_NAME), handles.get("prefix"), single_gateway=bool(cfg and single_gateway(cfg))
+        )
     stop_ingesters(handles.get("ingesters", []), cfg, timeout_s)
     _kill(handles.get("backends", []) + handles.get("queriers", []))
     if handles.get("ring") is not None:
         _kill([handles["ring"]])
+    if gateway is not None:  # the port closes last: until then every request answers 503 "stopping"
+        _answers([gateway.close.remote()], STANDBY_CALL_TIMEOUT_S + SHUTDOWN_GRACE_S)
+        _kill([gateway])
     try:
         clear_log_level()  # a POSTed level lasts until the stop; the next start runs at the configured one
     except Exception:  # noqa: BLE001 - Ray already gone
@@ -436,11 +488,23 @@ def stop(handles: dict | None = None, cfg: Config | None = None, timeout_s: floa
 STANDBY_CALL_TIMEOUT_S = 2.0  # how long a stop waits for the gateway to take the stopping state
 
 
+SHUTDOWN_GRACE_S = 3.0  # the direct gateway's HTTP server finishes its requests in flight this long
+
+
+def direct_standby(gateway: Any) -> None:
+    """No new work on a gateway serving HTTP itself: every route answers 503 with Retry-After."""
+    try:
+        ray.get(gateway.enter_standby.remote("stopping"), timeout=STANDBY_CALL_TIMEOUT_S)
+    except Exception as err:  # noqa: BLE001 - gone or busy: the stop goes on, the port closes at its end
+        log.warning("clean stop: the gateway did not take the stopping state (%s)", err)
+
+
 def close_http(app: str, prefix: str | None, single_gateway: bool = False) -> None:
     """No new work: every route answers 503 with Retry-After until the process shuts Serve down
     and the port closes (deleting the application would answer 404). A single gateway replica is
     told so directly (milliseconds); otherwise the application is swapped for the standby, which
     waits for a new replica process (seconds)."""
+    serve = ray_serve()
     if single_gateway:
         try:
             serve.get_app_handle(app).enter_standby.remote("stopping").result(timeout_s=STANDBY_CALL_TIMEOUT_S)

@@ -155,6 +155,23 @@ def querier_options(index: int, num_cpus: float, max_concurrent: int) -> dict:
     }
 
 
+GATEWAY_NAME = "svclog-gateway"
+
+
+def gateway_options(num_cpus: float) -> dict:
+    """A local start's gateway serving HTTP itself (svclog/serve/direct_gateway.py): restart forever (a
+    restart binds the port again and serves at once), no task retries; its calls are the start's
+    wait and the stop's standby and close, a few threads."""
+    return {
+        "name": GATEWAY_NAME,
+        "namespace": NAMESPACE,
+        "num_cpus": num_cpus,
+        "max_restarts": -1,
+        "max_task_retries": 0,
+        "max_concurrency": 4,
+    }
+
+
 def pattern_ingester_options(num_cpus: float = 0.1) -> dict:
     """Restart forever (state is rebuilt from new pushes); no task retries for pushes."""
     return {

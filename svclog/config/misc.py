@@ -95,5 +95,9 @@ class RayConfig:
     # Ray Serve's HAProxy front end instead of its Python HTTP proxy: measured 2x the push
     # throughput on 2 cores (the Python proxy re-sends every body to the replica).
     serve_haproxy: bool = True
+    # A local start (no `address`) serves HTTP from the gateway actor itself, without Ray Serve: its
+    # controller, HAProxy's manager and HAProxy cost ~340 MB to route to one replica
+    # (svclog/serve/direct_gateway.py). true: the gateway runs as a Serve deployment, as on a cluster.
+    local_serve: bool = False
     dashboard: bool = False
     object_store_memory: int | None = field(default=None, metadata={"kind": BYTES})  # None = Ray's default

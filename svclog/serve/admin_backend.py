@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from svclog import targets
@@ -68,8 +69,10 @@ def _first_line(err: BaseException) -> str:
 
 
 class RayAdmin:
-    def __init__(self, cfg: Any):
+    def __init__(self, cfg: Any, deployments: Callable[[], dict[str, tuple[str, str]]] | None = None):
+        """`deployments`: the gateway's deployment states (name -> (status, message)); Serve's by default."""
         self.cfg = cfg
+        self._deployments = deployments or serve_deployment_states
         self.services_set = ServiceSet()
         self._handles = Handles()
         self._last_answer_ns: dict[str, int] = {}
@@ -155,7 +158,7 @@ class RayAdmin:
         for name in self._querier_names() + self._backend_names():
             probes[name] = self._probe(name)
         results = dict(zip(probes, await asyncio.gather(*probes.values()), strict=True))
-        results.update(await asyncio.to_thread(_deployment_states))
+        results.update(await asyncio.to_thread(_deployment_states, self._deployments))
         for hosted in ("distributor", "query-frontend"):  # hosted by the HTTP entry's replicas
             if self._local(hosted) and "gateway" in results:
                 results[hosted] = results["gateway"]
@@ -301,9 +304,8 @@ def _ring_view(snapshot: dict) -> RingView:
     return RingView(tuple(snapshot["members"]), int(snapshot["heartbeat_timeout_ns"]))
 
 
-def _deployment_states() -> dict[str, tuple[State, str]]:
-    """This application's Serve deployments (this gateway among them) and their states."""
+def _deployment_states(read: Callable[[], dict[str, tuple[str, str]]]) -> dict[str, tuple[State, str]]:
+    """This application's deployments (this gateway among them) and their states."""
     return {
-        name: (DEPLOYMENT_STATES.get(status, State.STARTING), message)
-        for name, (status, message) in serve_deployment_states().items()
+        name: (DEPLOYMENT_STATES.get(status, State.STARTING), message) for name, (status, message) in read().items()
     }

@@ -7,9 +7,8 @@ import collections
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
-
-from ray import serve
 
 from svclog import targets
 from svclog.actors.calls import QUERY_TIMEOUT_S, ActorUnavailable, Handles
@@ -55,13 +54,15 @@ class HostedDistributor:
     would ship every body through one more Ray hop, which measured as the costliest part of
     ingestion on 2 cores; replicas of the entry scale the distributor with it."""
 
-    def __init__(self, cfg: Config):
+    def __init__(self, cfg: Config, gateways: Callable[[], int] | None = None):
         self.cfg = cfg
         self.ring = RingClient()
         rf = replication_factor(cfg)
         self.pool = IngesterPool(self.ring, rf)
-        replicas = ServeReplicaCount()
-        replicas()  # its first read from the controller starts now, in the background
+        # how many gateways share a `global` rate limit: Serve's running replicas, or a given count
+        # (a gateway serving HTTP itself, svclog/serve/direct_gateway.py, is the only one)
+        replicas = gateways or ServeReplicaCount()
+        replicas()  # a Serve count's first read from the controller starts now, in the background
         self.distributor = Distributor(
             ring=self.ring.get,
             pusher=self.pool,
@@ -328,18 +329,21 @@ class NamedHandle:
 READY_PROBE_PERIOD_S = 0.25
 
 
-@serve.ingress()
 class Gateway:
     """The HTTP entry: hosts the distributor (write path) and the query frontend (reads), and holds
-    the app it built over them and the actors' clients (Serve asks for it with
-    `__serve_build_asgi_app__` once the constructor has run)."""
+    the app it built over them and the actors' clients. Serve runs it as a deployment
+    (`build_application`: Serve asks for the app with `__serve_build_asgi_app__` once the constructor
+    has run); a local start runs it in an actor that serves HTTP itself (svclog/serve/direct_gateway.py).
+    `direct`: no Serve around it (one gateway; its own state stands for Serve's deployment states)."""
 
-    def __init__(self, cfg: Config, num_queriers: int, starting: bool = False):
+    def __init__(self, cfg: Config, num_queriers: int, starting: bool = False, direct: bool = False):
         pool = IngesterPool(RingClient(), replication_factor(cfg))
         components = targets.components(cfg.targets())
-        distributor = HostedDistributor(cfg) if "distributor" in components else None
+        gateways = (lambda: 1) if direct else None
+        distributor = HostedDistributor(cfg, gateways) if "distributor" in components else None
         frontend = HostedFrontend(cfg, num_queriers) if components & {"query-frontend", "querier"} else None
-        self.admin = RayAdmin(cfg)  # component probes, ingester shutdown, ring pages
+        # component probes, ingester shutdown, ring pages
+        self.admin = RayAdmin(cfg, deployments=direct_gateway_states if direct else None)
         self.standby = StandbySwitch()
         services = Services(
             backend=ServeBackend(distributor, frontend, pool),
@@ -359,9 +363,6 @@ class Gateway:
             self.standby.enter("starting")
             threading.Thread(target=self.serve_when_ready, name="serve-when-ready", daemon=True).start()
         freeze_startup_heap()  # full GCs walked ~150k start-up objects: 100-200 ms push stalls
-
-    def __serve_build_asgi_app__(self) -> Any:
-        return self.http_app
 
     def enter_standby(self, state: str) -> None:
         """From now on every route of this replica answers 503 with Retry-After (a clean stop):
@@ -384,6 +385,11 @@ class Gateway:
     def hand_level_to_actors(self, level: str) -> None:
         """The log level's `to_actors`: this gateway's components' actors run at `level`."""
         asyncio.run(self.admin.actors_log_level(level))
+
+
+def direct_gateway_states() -> dict[str, tuple[str, str]]:
+    """The deployment states a gateway outside Serve reports: itself, running (it answers)."""
+    return {"gateway": ("HEALTHY", "")}
 
 
 # Serve autoscaling (requests in flight per replica drive the replica count). One replica each is
@@ -428,6 +434,12 @@ def build_application(cfg: Config, num_queriers: int, starting: bool = False):
     """The bound Serve application: the gateway, hosting the distributor and the query frontend
     when the targets run them. `starting`: deployed before its components are up (it answers 503
     until they are)."""
+    from ray import serve  # only where Serve runs the gateway: the import is ~48 MB per process
+
+    class ServeGateway(Gateway):
+        def __serve_build_asgi_app__(self) -> Any:
+            return self.http_app
+
     # serve.deployment(**options)(cls): Ray's overloads type the (cls, **options) form as the decorator
     gateway = serve.deployment(
         name="gateway",
@@ -438,5 +450,5 @@ def build_application(cfg: Config, num_queriers: int, starting: bool = False):
         # proxy) cost ~7% of the replica's CPU on the push path
         logging_config={"log_level": "WARNING", "enable_access_log": False},
         **scaling(cfg, GATEWAY_MAX_ONGOING),
-    )(Gateway)
+    )(serve.ingress()(ServeGateway))
     return gateway.bind(cfg, num_queriers, starting)

@@ -63,7 +63,7 @@ def test_launch_opens_with_the_standby_and_stops_by_swapping_it_back(monkeypatch
         def delete(self, name):
             calls.append(("delete", name))
 
-    monkeypatch.setattr(launch, "serve", FakeServe())
+    monkeypatch.setattr(launch, "ray_serve", FakeServe)
     launch.open_http(default_config(), "svclog", "/")
     assert calls[0] == ("start",) and calls[1][2:] == ("svclog", "/")
     calls.clear()
