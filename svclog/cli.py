@@ -49,7 +49,7 @@ def serve_main(args: list[str]) -> int:
     )
     from svclog import launch as topology
 
-    handles = topology.start(cfg)
+    handles = topology.start(cfg, host_gateway=True)  # the driver only waits: it serves HTTP too
     print(f"svclog ready on http://{cfg.server.http_listen_address}:{cfg.server.http_listen_port}", flush=True)
     signal.signal(signal.SIGTERM, _stop_requested)
     signal.signal(signal.SIGINT, _stop_requested)

@@ -58,7 +58,7 @@ APP_NAME = "svclog"
 # querier that read it (~300-520 MB of shared memory in each after the bench's queries). Freed
 # every 10 ms, the store reuses the same pages (a stand-alone pair of actors passing 12 answers of
 # 100 MB: 1.0-1.2 GB of shared memory touched -> 0.3 GB, and no slower).
-LOCAL_RAY_SYSTEM_CONFIG = {"free_objects_period_milliseconds": 10}
+LOCAL_RAY_SYSTEM_CONFIG = {"free_objects_period_milliseconds": 10, "prestart_worker_first_driver": False}
 
 
 def connect(cfg: Config) -> None:
@@ -121,7 +121,7 @@ def num_ingesters(cfg: Config) -> int:
     return max(cfg.ray.num_ingesters or 0, replication_factor(cfg), 1)
 
 
-def start(cfg: Config) -> dict:
+def start(cfg: Config, host_gateway: bool = False) -> dict:
     """Create the actors of this process's targets and deploy its HTTP application.
 
     Every process shares the ring (a named actor, created by whoever comes first); the
@@ -165,7 +165,7 @@ def start(cfg: Config) -> dict:
     # are registered when created, so whoever looks one up by name waits for it, never misses it.
     num_queriers = max(1, cfg.ray.num_queriers)
     if direct:  # no Serve: the gateway serves HTTP itself, answering 503 until every component runs
-        gateway = start_direct_gateway(cfg, num_queriers, holder)
+        gateway = start_direct_gateway(cfg, num_queriers, holder, host_gateway)
         ray.get([actor.ready.remote() for actor in (ring, *ingesters, *queriers, *backends)])
         log.info(
             "svclog (%s) serving on http://%s:%d/",
@@ -209,10 +209,18 @@ def start(cfg: Config) -> dict:
     }
 
 
-def start_direct_gateway(cfg: Config, num_queriers: int, holder: PortHolder | None) -> Any:
-    """The gateway actor serving HTTP itself (svclog/serve/direct_gateway.py), deployed in its starting
-    state; the holder hands it the port once it listens."""
+def start_direct_gateway(cfg: Config, num_queriers: int, holder: PortHolder | None, here: bool = False) -> Any:
+    """The gateway serving HTTP itself (svclog/serve/direct_gateway.py), in its starting state; the
+    holder hands it the port once it listens. `here`: in this process (the CLI's driver, which only
+    waits after the start) instead of an actor of its own (~150 MB, one Python process less)."""
     mark_started(False)
+    if here:
+        local = DirectGateway(cfg, num_queriers, True)
+        if not local.listening(ROUTED_TIMEOUT_S):
+            log.warning("start: the gateway does not listen after %gs; releasing the port anyway", ROUTED_TIMEOUT_S)
+        if holder is not None:
+            holder.release()
+        return local
     gateway: Any = RemoteDirectGateway.options(**gateway_options(cfg.ray.serve_num_cpus)).remote(
         cfg, num_queriers, True
     )
@@ -476,7 +484,9 @@ def stop(handles: dict | None = None, cfg: Config | None = None, timeout_s: floa
     _kill(handles.get("backends", []) + handles.get("queriers", []))
     if handles.get("ring") is not None:
         _kill([handles["ring"]])
-    if gateway is not None:  # the port closes last: until then every request answers 503 "stopping"
+    if isinstance(gateway, DirectGateway):  # the port closes last: until then every request answers 503
+        gateway.close(STANDBY_CALL_TIMEOUT_S + SHUTDOWN_GRACE_S)
+    elif gateway is not None:
         _answers([gateway.close.remote()], STANDBY_CALL_TIMEOUT_S + SHUTDOWN_GRACE_S)
         _kill([gateway])
     try:
@@ -493,6 +503,9 @@ SHUTDOWN_GRACE_S = 3.0  # the direct gateway's HTTP server finishes its requests
 
 def direct_standby(gateway: Any) -> None:
     """No new work on a gateway serving HTTP itself: every route answers 503 with Retry-After."""
+    if isinstance(gateway, DirectGateway):
+        gateway.enter_standby("stopping")
+        return
     try:
         ray.get(gateway.enter_standby.remote("stopping"), timeout=STANDBY_CALL_TIMEOUT_S)
     except Exception as err:  # noqa: BLE001 - gone or busy: the stop goes on, the port closes at its end

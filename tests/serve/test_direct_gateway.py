@@ -11,11 +11,12 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from svclog import launch
 from svclog.config import load_config
 from svclog.launch import uses_serve
 from svclog.serve.admin_backend import _deployment_states
 from svclog.serve.deployments import direct_gateway_states
-from svclog.serve.direct_gateway import HttpServer
+from svclog.serve.direct_gateway import DirectGateway, HttpServer
 from svclog.serve.port_holder import PortHolder
 from svclog.services import State
 
@@ -75,3 +76,22 @@ def test_only_cluster_starts_and_local_serve_run_on_serve():
 
 def test_a_direct_gateway_reports_itself_running():
     assert _deployment_states(direct_gateway_states) == {"gateway": (State.RUNNING, "")}
+
+
+class _GatewayHere(DirectGateway):
+    """A gateway hosted in the stopping process, recording the stop's calls (no Ray, no HTTP)."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def enter_standby(self, state: str) -> None:
+        self.calls.append(("standby", state))
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self.calls.append(("close",))
+
+
+def test_a_stop_puts_a_gateway_hosted_here_in_standby_first_and_closes_its_port_last():
+    gateway = _GatewayHere()
+    launch.stop({"gateway": gateway})
+    assert gateway.calls == [("standby", "stopping"), ("close",)]
