@@ -214,17 +214,14 @@ def start_direct_gateway(cfg: Config, num_queriers: int, holder: PortHolder | No
     holder hands it the port once it listens. `here`: in this process (the CLI's driver, which only
     waits after the start) instead of an actor of its own (~150 MB, one Python process less)."""
     mark_started(False)
+    gateway: Any
     if here:
-        local = DirectGateway(cfg, num_queriers, True)
-        if not local.listening(ROUTED_TIMEOUT_S):
-            log.warning("start: the gateway does not listen after %gs; releasing the port anyway", ROUTED_TIMEOUT_S)
-        if holder is not None:
-            holder.release()
-        return local
-    gateway: Any = RemoteDirectGateway.options(**gateway_options(cfg.ray.serve_num_cpus)).remote(
-        cfg, num_queriers, True
-    )
-    if not ray.get(gateway.listening.remote(ROUTED_TIMEOUT_S)):
+        gateway = DirectGateway(cfg, num_queriers, True)
+        listening = gateway.listening(ROUTED_TIMEOUT_S)
+    else:
+        gateway = RemoteDirectGateway.options(**gateway_options(cfg.ray.serve_num_cpus)).remote(cfg, num_queriers, True)
+        listening = ray.get(gateway.listening.remote(ROUTED_TIMEOUT_S))
+    if not listening:
         log.warning("start: the gateway does not listen after %gs; releasing the port anyway", ROUTED_TIMEOUT_S)
     if holder is not None:
         holder.release()
