@@ -22,6 +22,7 @@ import uvicorn
 
 from svclog.config import Config
 from svclog.serve.deployments import SHUTDOWN, Gateway
+from svclog.serve.disconnect import CancelOnDisconnect
 
 log = logging.getLogger("svclog")
 
@@ -100,7 +101,7 @@ class DirectGateway:
         self.gateway = Gateway(cfg, num_queriers, starting=starting, direct=True)
         server = cfg.server
         self.http = HttpServer(
-            self.gateway.http_app,
+            CancelOnDisconnect(self.gateway.http_app),  # Serve's proxy did this: a client that leaves stops its query
             server.http_listen_address,
             server.http_listen_port,
             keep_alive_s=server.http_server_idle_timeout / NS,
