@@ -173,8 +173,8 @@ def run_cluster_script(script: Path, timeout_s: float) -> tuple[int, str, str]:
         err += f"\n[killed after {timeout_s} s]"
     finally:
         kill_processes_under(ray_tmp)  # Ray daemons leave the script's process group
-        if proc.returncode:
-            err += control_plane_logs(Path(ray_tmp))
+        if proc.returncode:  # in front: the assertions show the end of err, the script's own error
+            err = control_plane_logs(Path(ray_tmp)) + "\n--- the script's stderr ---\n" + err
         shutil.rmtree(ray_tmp, ignore_errors=True)
     return proc.returncode, out, err
 
@@ -456,6 +456,9 @@ def run(work: Path) -> dict:
             "-limits.max-entries-limit-per-query=100000",
             "-ingester.flush-check-period=1s",
             "-ray.serve-haproxy=false",
+            # the gateway as a Serve deployment behind the proxy started above, as on a cluster (this
+            # driver joins its cluster by `ray.init`, so svclog would otherwise take it for a local start)
+            "-ray.local-serve=true",
         ],
     )
     handles = topology.start(cfg)
