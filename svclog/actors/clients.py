@@ -43,7 +43,9 @@ class RingClient:
 
     def get(self) -> Ring:
         with self._lock:
-            if self._ring is None or time.monotonic() - self._fetched > self.ttl:
+            # an empty ring is asked again at once: the ingesters join during a start, and a push
+            # right after /ready turned green must not meet the empty view cached before it
+            if self._ring is None or self._ring.empty or time.monotonic() - self._fetched > self.ttl:
                 self._ring = Ring.from_snapshot(self.snapshot())
                 self._fetched = time.monotonic()
             return self._ring

@@ -80,6 +80,11 @@ class Ring:
         self._rebuild()
         return found
 
+    @property
+    def empty(self) -> bool:
+        """No member owns tokens: nothing can be placed (a start whose ingesters have not joined yet)."""
+        return not self._tokens
+
     def is_healthy(self, member: Member, now_ns: int | None = None) -> bool:
         now_ns = now_ns or time.time_ns()
         return member.state == ACTIVE and now_ns - member.heartbeat_ns <= self.heartbeat_timeout_ns

@@ -61,3 +61,23 @@ def test_snapshot_round_trip():
     ring.register("a", "addr-a", node="n1")
     copy = Ring.from_snapshot(ring.snapshot())
     assert copy.replication_set(42, 1)[0].address == "addr-a"
+
+
+def test_ring_client_asks_again_while_the_ring_is_empty():
+    """A start's first pushes follow /ready at once: the empty view fetched before the ingesters
+    joined must not be kept for the cache's ttl (a push then got 503 "empty ring")."""
+    from svclog.actors.clients import RingClient
+
+    joined = Ring()
+    joined.register("i0", "i0")
+    answers = [Ring().snapshot(), joined.snapshot()]
+
+    class Scripted(RingClient):
+        def snapshot(self) -> dict:
+            return answers.pop(0)
+
+    client = Scripted(ttl=3600)
+    assert client.get().empty
+    assert [m.id for m in client.get().replication_set(1, 1)] == ["i0"]  # within the ttl, fetched anew
+    assert not answers
+    assert client.get() is client.get()  # a placed ring stays cached
