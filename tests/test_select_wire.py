@@ -35,10 +35,24 @@ def _instance(rows: int) -> TenantInstance:
 
 
 def test_a_small_window_of_a_head_travels_as_its_rows_not_the_heads_buffers():
-    instance = _instance(20_000)
-    whole = instance.select_packed(ANY_APP, 0, 20_000)
+    instance = _instance(3_000)  # below a block's worth of lines: the head's open part, unpacked
+    whole = instance.select_packed(ANY_APP, 0, 3_000)
     window = instance.select_packed(ANY_APP, 100, 110)
     assert _ray_pickled_bytes(window) * 50 < _ray_pickled_bytes(whole)
+
+
+def test_packed_blocks_travel_compressed_and_only_those_in_the_window():
+    instance = _instance(20_000)  # ~1.4 MB of lines: packed into blocks of 256 kB
+    head = next(iter(instance.streams.values())).head
+    assert len(head.blocks) >= 4
+    whole = instance.select_packed(ANY_APP, 0, 20_000)
+    window = instance.select_packed(ANY_APP, 100, 110)
+    raw = sum(block.raw_bytes for block in head.blocks)
+    assert _ray_pickled_bytes(whole) < raw / 2  # compressed on the wire
+    assert _ray_pickled_bytes(window) * 3 < _ray_pickled_bytes(whole)  # one block of several
+    ((_, table),) = window.unpack()
+    assert table.column("ts").to_pylist() == list(range(100, 110))
+    assert window.scan.head_lines == 10  # counted when unpacked: what the window kept
 
 
 def test_windows_arrive_with_their_rows_and_metadata():

@@ -185,10 +185,10 @@ class IngesterPool:
             return (tenant, matchers, start, end, shard, line_filters, deadline, own, page_bytes)
 
         results = self._fan_out_each("select", args_for, on_cancel=on_cancel)
-        scan = sum((packed.scan for _, packed in results), IngesterScan())
+        found = [item for _, packed in results for item in packed.unpack()]  # decodes packed blocks
+        scan = sum((packed.scan for _, packed in results), IngesterScan())  # their entries counted by unpack
         cursor.update((address, packed.more_after) for address, packed in results)
         more = page_bytes and any(v is not None for v in cursor.values())
-        found = [item for _, packed in results for item in packed.unpack()]
         return found, len(results), scan, cursor if more else None
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]:

@@ -36,6 +36,7 @@ def ingester_settings(cfg: Config, instance_id: str) -> IngesterSettings:
         wal_dir=os.path.join(wal_dir(cfg), instance_id),
         wal_enabled=ing.wal.enabled,
         chunk_target_size=ing.chunk_target_size,
+        chunk_block_size=ing.chunk_block_size,
         chunk_idle_period=ing.chunk_idle_period,
         max_chunk_age=ing.max_chunk_age,
         checkpoint_interval_s=ing.wal.checkpoint_duration / 1e9,

@@ -112,7 +112,7 @@ def encode_chunk(
 ) -> bytes:
     """Serialise a (ts-sorted) table with CHUNK_SCHEMA columns into chunk bytes."""
     table = table.select(["ts", "line", "metadata"]).cast(CHUNK_SCHEMA)
-    batches = _split_blocks(table, block_bytes)
+    batches = split_blocks(table, block_bytes)
     bounds = [[int(b.column(0)[0].as_py()), int(b.column(0)[-1].as_py())] for b in batches if b.num_rows]
     schema = CHUNK_SCHEMA.with_metadata({"blocks": json.dumps(bounds)})
     sink = pa.BufferOutputStream()
@@ -127,7 +127,7 @@ def encode_chunk(
     return sink.getvalue().to_pybytes()
 
 
-def _split_blocks(table: pa.Table, block_bytes: int) -> list[pa.RecordBatch]:
+def split_blocks(table: pa.Table, block_bytes: int) -> list[pa.RecordBatch]:
     if table.num_rows == 0:
         return []
     lengths = pc.binary_length(table.column("line")).to_numpy(zero_copy_only=False)
@@ -182,7 +182,7 @@ def decode_chunk(
     if not wanted:
         return _EMPTY
     reader = reader if reader is not None else _open(data)
-    batches = [_in_range(reader.get_batch(position), layout.bounds[position], start, end) for position in wanted]
+    batches = [in_range(reader.get_batch(position), layout.bounds[position], start, end) for position in wanted]
     batches = [batch for batch in batches if batch.num_rows]
     if not batches:
         return _EMPTY
@@ -193,7 +193,7 @@ def decode_chunk(
     return ChunkData(table.column("ts").chunk(0), table.column("line").chunk(0), table.column("metadata").chunk(0))
 
 
-def _in_range(
+def in_range(
     batch: pa.RecordBatch, bounds: tuple[int, int] | None, start: int | None, end: int | None
 ) -> pa.RecordBatch:
     """The block's rows with start <= ts < end: the block itself when all are, else a zero-copy

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from svclog.chunk.format import CHUNK_SCHEMA, ChunkLayout
+from svclog.chunk.format import CHUNK_SCHEMA, ChunkLayout, split_blocks
+from svclog.chunk.packed import PackedBlock, line_bytes_of, pack_table, unpack_blocks
+
+# line bytes per packed block, as a chunk file's blocks (the ingester's chunk_block_size overrides it)
+DEFAULT_BLOCK_BYTES = 256 * 1024
 
 
 def sort_dedupe(table: pa.Table) -> pa.Table:
@@ -70,28 +74,59 @@ def next_seal_ns() -> int:
     return _last_seal_ns
 
 
-@dataclass
 class SealedChunk:
     """A cut chunk waiting to be flushed: entries sorted by timestamp (push order among equal
-    ones), de-duplicated; `sealed_ns` orders it among the stream's other chunks."""
+    ones), de-duplicated, held as packed blocks split as the chunk file's blocks will be;
+    `sealed_ns` orders it among the stream's other chunks."""
 
-    table: pa.Table
-    min_ts: int
-    max_ts: int
-    raw_bytes: int
-    sealed_ns: int = 0
-    # the written chunk's block bounds and token index, once flushed as one chunk: the ingester's
-    # selects of the retained copy then skip blocks a needle cannot be in, as store reads do
-    layout: ChunkLayout | None = field(default=None, compare=False, repr=False)
-    # (probe key, blocks it may match) of the last probe asked: a query's time windows ask again
-    probed: tuple[object, np.ndarray] | None = field(default=None, compare=False, repr=False)
+    def __init__(
+        self,
+        blocks: Sequence[PackedBlock],
+        min_ts: int,
+        max_ts: int,
+        raw_bytes: int,
+        sealed_ns: int = 0,
+    ):
+        self._blocks: tuple[PackedBlock, ...] | None = tuple(blocks)
+        self.min_ts, self.max_ts = min_ts, max_ts
+        self._raw_bytes = raw_bytes
+        self.sealed_ns = sealed_ns
+        # the written chunk's block bounds and token index, once flushed as one chunk: the ingester's
+        # selects of the retained copy then skip blocks a needle cannot be in, as store reads do
+        self.layout: ChunkLayout | None = None
+        # (probe key, blocks it may match) of the last probe asked: a query's time windows ask again
+        self.probed: tuple[object, np.ndarray] | None = None
+
+    def __repr__(self) -> str:
+        return f"SealedChunk(min_ts={self.min_ts}, max_ts={self.max_ts}, raw_bytes={self.raw_bytes})"
+
+    @property
+    def blocks(self) -> tuple[PackedBlock, ...]:
+        blocks = self._blocks
+        assert blocks is not None  # set from the start here; PendingChunk seals first
+        return blocks
+
+    @property
+    def table(self) -> pa.Table:
+        """Every entry, decoded (a copy: callers keep it only as long as they use it)."""
+        return unpack_blocks(self.blocks)
+
+    @property
+    def rows(self) -> int:
+        return sum(block.rows for block in self.blocks)
+
+    @property
+    def raw_bytes(self) -> int:
+        return self._raw_bytes
 
     @classmethod
-    def from_table(cls, table: pa.Table, sealed_ns: int | None = None) -> SealedChunk:
+    def from_table(
+        cls, table: pa.Table, sealed_ns: int | None = None, block_bytes: int = DEFAULT_BLOCK_BYTES
+    ) -> SealedChunk:
         table = sort_dedupe(table)
         ts = table.column("ts")
         return cls(
-            table,
+            pack_table(table, block_bytes),
             int(pc.min(ts).as_py()),
             int(pc.max(ts).as_py()),
             int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0),
@@ -100,46 +135,57 @@ class SealedChunk:
 
 
 class PendingChunk(SealedChunk):
-    """A head cut on the append that filled it, sealed (joined, sorted, de-duplicated) when its
-    table is first read: by the flush's upload, outside the ingester's lock, or by a select.
+    """A head cut on the append that filled it, sealed (joined, sorted, de-duplicated, packed again)
+    when first read: by the flush's upload, outside the ingester's lock, or by a select.
 
     Sealing on append held the lock for every head one push filled (~2-20 ms each, several
     at once when streams grow alike) and the push that filled them waited for all of it. The
-    bounds and seal stamp are fixed at the cut; the parts are immutable, so two threads that
-    seal at once build equal tables."""
+    bounds and seal stamp are fixed at the cut; the pieces are immutable, so two threads that
+    seal at once build equal blocks."""
 
-    def __init__(self, parts: list[pa.RecordBatch], min_ts: int, max_ts: int, raw_bytes: int):
-        self._parts: list[pa.RecordBatch] | None = parts
-        self._table: pa.Table | None = None
-        self._raw_bytes = raw_bytes  # the head's count until sealed (de-duplication may lower it)
-        self.min_ts, self.max_ts = min_ts, max_ts  # de-duplication keeps a first copy: bounds hold
-        self.sealed_ns = next_seal_ns()
+    def __init__(
+        self,
+        pieces: tuple[list[PackedBlock], list[pa.RecordBatch]],
+        min_ts: int,
+        max_ts: int,
+        raw_bytes: int,
+        block_bytes: int = DEFAULT_BLOCK_BYTES,
+    ):
+        # the head's count until sealed (de-duplication may lower it); de-duplication keeps a first
+        # copy, so the bounds hold
+        super().__init__((), min_ts, max_ts, raw_bytes, next_seal_ns())
+        self._blocks = None
+        self._pieces: tuple[list[PackedBlock], list[pa.RecordBatch]] | None = pieces
+        self._block_bytes = block_bytes
+
+    @property
+    def blocks(self) -> tuple[PackedBlock, ...]:
+        blocks = self._blocks
+        if blocks is None:
+            blocks = self._seal()[0]
+        return blocks
 
     @property
     def table(self) -> pa.Table:
-        table = self._table
-        if table is None:
-            parts = self._parts
-            if parts is None:  # another thread sealed it meanwhile (it sets the table first)
-                sealed = self._table
-                assert sealed is not None
+        blocks = self._blocks
+        if blocks is None:
+            sealed = self._seal()[1]
+            if sealed is not None:  # sealed just now: the table it was packed from, no decode
                 return sealed
-            table = sort_dedupe(pa.Table.from_batches(parts, schema=CHUNK_SCHEMA))
-            self._raw_bytes = int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0)
-            self._table, self._parts = table, None
-        return table
+            blocks = self.blocks
+        return unpack_blocks(blocks)
 
-    @table.setter
-    def table(self, value: pa.Table) -> None:
-        self._table, self._parts = value, None
-
-    @property
-    def raw_bytes(self) -> int:
-        return self._raw_bytes
-
-    @raw_bytes.setter
-    def raw_bytes(self, value: int) -> None:
-        self._raw_bytes = value
+    def _seal(self) -> tuple[tuple[PackedBlock, ...], pa.Table | None]:
+        pieces = self._pieces
+        if pieces is None:  # another thread sealed it meanwhile (it sets the blocks first)
+            return self.blocks, None
+        packed, parts = pieces
+        batches = [block.batch() for block in packed] + list(parts)
+        table = sort_dedupe(pa.Table.from_batches(batches, schema=CHUNK_SCHEMA))
+        blocks = pack_table(table, self._block_bytes)
+        self._raw_bytes = int(pc.sum(pc.binary_length(table.column("line"))).as_py() or 0)
+        self._blocks, self._pieces = blocks, None
+        return blocks, table
 
 
 def entries_batch(ts: list[int], lines: list[str], metadata: list | None) -> pa.RecordBatch:
@@ -156,21 +202,26 @@ def entries_batch(ts: list[int], lines: list[str], metadata: list | None) -> pa.
 
 
 class HeadBlock:
-    """Appendable entries of one stream, kept as Arrow record batches (one per append).
+    """Appendable entries of one stream: closed blocks, packed (compressed), then the open part,
+    kept as the Arrow record batches appended (one per push).
 
-    Python lists of strings cost several times the raw bytes; Arrow buffers cost the bytes.
-    The concatenated table is built lazily and cached until the next append.
+    Python lists of strings cost several times the raw bytes; Arrow buffers cost the bytes, and a
+    packed block about a third of them. The open part is packed into a block once it holds a
+    block's worth of line bytes (`pack`, run by the pushing thread outside the ingester's lock);
+    its concatenated table is built lazily and cached until the next append.
     """
 
     def __init__(self) -> None:
+        self._blocks: list[PackedBlock] = []
         self._parts: list[pa.RecordBatch] = []
         self._count = 0
         self.raw_bytes = 0
+        self._open_bytes = 0  # line bytes of the open part
         self.min_ts = 0
         self.max_ts = 0
-        self._table: pa.Table | None = None
+        self._table: pa.Table | None = None  # the open part joined
         self._shared = False
-        self._owned = 0  # the first parts are in buffers of their own (copied by compact or table)
+        self._owned = 0  # the first parts are in buffers of their own (copied by compact or open_table)
 
     def __len__(self) -> int:
         return self._count
@@ -179,7 +230,7 @@ class HeadBlock:
         self, batch: pa.RecordBatch, min_ts: int, max_ts: int, raw_bytes: int, shared: bool = False
     ) -> None:
         """Append entries already in CHUNK_SCHEMA form. `shared`: the batch is a zero-copy slice of
-        a larger one (a whole push), whose buffers it keeps alive until `compact` copies it out."""
+        a larger one (a whole push), whose buffers it keeps alive until `compact` or `pack` copies it out."""
         if not self._count:
             self.min_ts, self.max_ts = min_ts, max_ts
         else:
@@ -187,10 +238,12 @@ class HeadBlock:
         self._parts.append(batch)
         self._count += batch.num_rows
         self.raw_bytes += raw_bytes
+        self._open_bytes += raw_bytes
         self._table = None
         self._shared = self._shared or shared
 
-    def table(self) -> pa.Table:
+    def open_table(self) -> pa.Table:
+        """The open part's entries as one table (cached until the next append)."""
         if self._table is None:
             if len(self._parts) > 1:
                 self._shared = False  # combining copies every part into fresh buffers
@@ -201,10 +254,58 @@ class HeadBlock:
             self._table = table
         return self._table
 
+    def table(self) -> pa.Table:
+        """Every entry, in push order (the packed blocks decoded: a copy, for tests and rare paths)."""
+        if not self._blocks:
+            return self.open_table()
+        batches = [block.batch() for block in self._blocks] + self.open_table().to_batches()
+        return pa.Table.from_batches(batches, schema=CHUNK_SCHEMA)
+
+    @property
+    def blocks(self) -> list[PackedBlock]:
+        """The closed blocks, in push order (immutable; the list is a copy)."""
+        return list(self._blocks)
+
     def parts(self) -> list[pa.RecordBatch]:
-        """The appended batches as they are (immutable; no copy, unlike `table`): a WAL checkpoint
-        takes these under the ingester's lock and copies them after releasing it."""
+        """The open part's batches as they are (immutable; no copy, unlike `open_table`): a WAL
+        checkpoint takes these under the ingester's lock and copies them after releasing it."""
         return list(self._parts)
+
+    def pack_due(self, block_bytes: int) -> bool:
+        return self._open_bytes >= block_bytes
+
+    def pack(self, block_bytes: int, lock: AbstractContextManager[object] | None = None) -> bool:
+        """Pack the open part's entries into blocks of `block_bytes` of lines once it holds that
+        many (what is left over stays open, in buffers of its own); True when it did. `lock` guards
+        the head as in `compact`: the compression runs without it, and a head changed meanwhile by
+        anything but appends keeps its parts (the next push or flush tick packs them)."""
+        guard = lock if lock is not None else nullcontext()
+        with guard:
+            if self._open_bytes < block_bytes:
+                return False
+            taken = list(self._parts)
+        batches = [batch for batch in taken if batch.num_rows]
+        joined = pa.Table.from_batches(batches, schema=CHUNK_SCHEMA).combine_chunks()
+        full = split_blocks(joined, block_bytes)
+        left: list[pa.RecordBatch] = []
+        if len(full) > 1 and line_bytes_of(full[-1].column(1)) < block_bytes:
+            rest = full.pop()  # copied out: as a slice it would pin the whole joined buffers
+            left = [
+                pa.RecordBatch.from_arrays([pa.concat_arrays([column]) for column in rest.columns], schema=CHUNK_SCHEMA)
+            ]
+        blocks = [PackedBlock.pack(batch) for batch in full]
+        packed_bytes = sum(block.raw_bytes for block in blocks)
+        with guard:
+            current = self._parts[: len(taken)]
+            if len(current) != len(taken) or any(a is not b for a, b in zip(current, taken)):
+                return False
+            self._blocks.extend(blocks)
+            self._parts = left + self._parts[len(taken) :]
+            self._open_bytes -= packed_bytes
+            self._owned = len(left)
+            self._shared = len(self._parts) > self._owned  # appended while packing: shared, as far as known
+            self._table = None
+        return True
 
     def compact(self, lock: AbstractContextManager[object] | None = None) -> None:
         """Copy the shared slices appended since the last compaction into buffers of this head's
@@ -236,8 +337,8 @@ class HeadBlock:
             self._shared = len(self._parts) > self._owned  # appended while copying: shared, as far as known
             self._table = None
 
-    def seal(self) -> SealedChunk:
-        """This head as a chunk; the joining, sorting and de-duplication wait for its first read."""
-        if self._table is not None:  # joined already (a select read it): nothing left to defer
-            return SealedChunk.from_table(self._table)
-        return PendingChunk(list(self._parts), self.min_ts, self.max_ts, self.raw_bytes)
+    def seal(self, block_bytes: int = DEFAULT_BLOCK_BYTES) -> SealedChunk:
+        """This head as a chunk; the joining, sorting, de-duplication and packing wait for its first read."""
+        return PendingChunk(
+            (list(self._blocks), list(self._parts)), self.min_ts, self.max_ts, self.raw_bytes, block_bytes
+        )

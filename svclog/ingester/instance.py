@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from svclog.chunk.head import entries_batch
+from svclog.chunk.format import CHUNK_SCHEMA
+from svclog.chunk.head import DEFAULT_BLOCK_BYTES, HeadBlock, SealedChunk, entries_batch
+from svclog.chunk.packed import PackedBlock, line_bytes_of
 from svclog.chunk.pushdown import apply_line_filters, block_probe
 from svclog.ingester.payload import BatchStream, PushedStream
-from svclog.ingester.stream import MemoryStream, line_bytes
+from svclog.ingester.stream import MemoryStream, Piece, line_bytes
 from svclog.ingester.stream_rate import StreamRateLimitError, StreamRateLimits
 from svclog.logql import ast
 from svclog.logql.source import IngesterScan
@@ -58,10 +61,17 @@ def check_deadline(deadline: float | None, cancelled: Callable[[], bool] | None 
 
 
 class TenantInstance:
-    def __init__(self, tenant: str, max_streams: int | Callable[[], int] = 0, chunk_target_size: int = 0):
+    def __init__(
+        self,
+        tenant: str,
+        max_streams: int | Callable[[], int] = 0,
+        chunk_target_size: int = 0,
+        block_bytes: int = DEFAULT_BLOCK_BYTES,
+    ):
         self.tenant = tenant
         self._max_streams = max_streams  # a number, or a callable read when new streams arrive
         self.chunk_target_size = chunk_target_size  # a head is cut when it reaches this (0: never on append)
+        self.block_bytes = block_bytes  # a head's open part is packed into a block at this many line bytes
         self.streams: dict[Labels, MemoryStream] = {}
         self.rates = StreamRateLimits()
 
@@ -106,24 +116,35 @@ class TenantInstance:
             f"your Loki administrator to see if the limit can be increased, user: '{self.tenant}'"
         )
 
-    def push(self, streams: Iterable[PushedStream], now_ns: int) -> tuple[int, int]:
-        """Append entries; returns (lines, bytes). Limits are the caller's (`admit`): WAL replay skips them."""
+    def push(
+        self, streams: Iterable[PushedStream], now_ns: int, due: list[HeadBlock | SealedChunk] | None = None
+    ) -> tuple[int, int]:
+        """Append entries; returns (lines, bytes). Limits are the caller's (`admit`): WAL replay skips them.
+        Heads whose open part now holds a block's worth, and chunks cut by this push, are added to
+        `due`: the caller packs them (`pack_due`) outside its lock; without `due` they are packed here."""
         given = [s for s in streams if len(s)]
         if not given:
             return 0, 0
         slices = _batch_slices(given)
         lines = size = 0
+        ready: list[HeadBlock | SealedChunk] = [] if due is None else due
         for data, part in zip(given, slices):
             stream = self.streams.get(data.labels)
             if stream is None:
-                stream = self.streams[data.labels] = MemoryStream(data.labels, now_ns)
+                stream = self.streams[data.labels] = MemoryStream(data.labels, now_ns, self.block_bytes)
             raw = data.raw_bytes()
             low, high = data.ts_bounds() if isinstance(data, BatchStream) else (min(data.ts), max(data.ts))
             stream.append(part, low, high, raw, now_ns, shared=len(given) > 1 or isinstance(data, BatchStream))
             if self.chunk_target_size and stream.head.raw_bytes >= self.chunk_target_size:
-                stream.cut()  # as the reference: a full chunk is cut on append, not at the next flush tick
+                # as the reference: a full chunk is cut on append, not at the next flush tick
+                ready.append(stream.cut())  # type: ignore[arg-type]  # the head was not empty
+            elif stream.head.pack_due(self.block_bytes):
+                ready.append(stream.head)
             lines += len(data)
             size += raw
+        if due is None:
+            for item in ready:
+                pack_due(item, self.block_bytes)
         return lines, size
 
     def matching(self, matchers: Iterable[Matcher], shard: tuple[int, int] | None = None) -> Iterator[MemoryStream]:
@@ -161,8 +182,9 @@ class TenantInstance:
         `deadline` (wall-clock seconds, the query's) and `cancelled` (true once the query is
         cancelled) are checked between streams, so a select whose query has timed out or was
         cancelled stops (SelectDeadlinePassed, SelectCancelled) instead of holding the ingester."""
-        out, scan, _ = self.select_page(matchers, start, end, shard, line_filters, deadline, cancelled)
-        return out, scan
+        packed = PackedStreams.pack(*self.select_page(matchers, start, end, shard, line_filters, deadline, cancelled))
+        found = packed.unpack()
+        return found, packed.scan
 
     def select_page(
         self,
@@ -175,38 +197,38 @@ class TenantInstance:
         cancelled: Callable[[], bool] | None = None,
         after: Labels | None = None,
         page_bytes: int = 0,
-    ) -> tuple[list[tuple[Labels, pa.Table]], IngesterScan, Labels | None]:
-        """`select_scanned` one page at a time: with `page_bytes`, streams in label order after
-        `after`, stopping once the page holds that many line bytes; the third value is the last
-        stream of a page with more to come (the next page's `after`), None when none remain. A
-        reader then holds one page of a select over the ingesters' whole memory, not all of it."""
-        out: list[tuple[Labels, pa.Table]] = []
-        head_lines = head_bytes = chunk_lines = chunk_bytes = chunks = 0
+    ) -> tuple[list[tuple[Labels, list[Piece]]], IngesterScan, Labels | None, tuple[int, int]]:
+        """`select_scanned` one page at a time, each stream's entries as the pieces that hold them:
+        `gather`, then `page_of` (an ingester runs the second outside its lock)."""
+        gathered = self.gather(matchers, start, end, shard, line_filters, deadline, cancelled, after, page_bytes)
+        return page_of(gathered, start, end, line_filters, page_bytes, deadline, cancelled)
+
+    def gather(
+        self,
+        matchers: Iterable[Matcher],
+        start: int,
+        end: int,
+        shard: tuple[int, int] | None = None,
+        line_filters: tuple[ast.LineFilter, ...] = (),
+        deadline: float | None = None,
+        cancelled: Callable[[], bool] | None = None,
+        after: Labels | None = None,
+        page_bytes: int = 0,
+    ) -> list[Gathered]:
+        """What holds each matching stream's entries in [start, end) (references: immutable blocks
+        and slices), in label order after `after` when paging. This is all a select does under the
+        ingester's lock; decoding and filtering the pieces (`page_of`) need none."""
         probe = block_probe(line_filters)  # flushed chunks skip blocks by their token index
         streams: Iterable[MemoryStream] = self.matching(matchers, shard)
         if page_bytes:
             streams = sorted((s for s in streams if after is None or after < s.labels), key=lambda s: s.labels.items)
-        held = 0
+        found = []
         for stream in streams:
-            if page_bytes and held >= page_bytes:
-                return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks), out[-1][0]
             check_deadline(deadline, cancelled)
-            sealed, head = stream.windows(start, end, probe=probe)
-            chunks += len(sealed) + (head is not None)
-            tables = [t for t in sealed if t.num_rows]
-            for table in tables:
-                chunk_lines += table.num_rows
-                chunk_bytes += line_bytes(table)
-            if head is not None and head.num_rows:
-                head_lines += head.num_rows
-                head_bytes += line_bytes(head)
-                tables.append(head)
-            if tables:
-                table = apply_line_filters(pa.concat_tables(tables) if len(tables) > 1 else tables[0], line_filters)
-                if table.num_rows:
-                    out.append((stream.labels, table))
-                    held += line_bytes(table) if page_bytes else 0
-        return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks), None
+            found.append(
+                Gathered(stream.labels, stream.pieces(start, end, probe=probe), stream.parts_overlapping(start, end))
+            )
+        return found
 
     def select_packed(
         self,
@@ -230,10 +252,8 @@ class TenantInstance:
         as the reference, flushed chunks still retained in memory are left to the index's count."""
         out: list[tuple[Labels, int, int, int]] = []
         for stream in self.matching(matchers):
-            tables = stream.tables(start, end, retained=False)
-            if tables:
-                lines = sum(t.num_rows for t in tables)
-                size = sum(int(pc.sum(pc.binary_length(t.column("line"))).as_py() or 0) for t in tables)
+            lines, size = stream.count(start, end, retained=False)
+            if lines:
                 out.append((stream.labels, lines, size, len(stream.sealed) + (1 if len(stream.head) else 0)))
         return out
 
@@ -242,7 +262,7 @@ class TenantInstance:
         return merge_spans(span for stream in self.streams.values() for span in stream.spans())
 
     def series(self, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
-        return [s.labels for s in self.matching(matchers) if s.tables(start, end)]
+        return [s.labels for s in self.matching(matchers) if s.has_entries(start, end)]
 
     def expire_retained(self, now_s: float, retain_s: float) -> int:
         """Drop flushed chunks kept for `retain_s` or longer, then the streams left empty."""
@@ -284,12 +304,73 @@ def _batch_slices(streams: list[PushedStream]) -> list[pa.RecordBatch]:
     return out
 
 
+@dataclass(frozen=True)
+class Gathered:
+    """One stream's part of a select, as `TenantInstance.gather` found it."""
+
+    labels: Labels
+    pieces: list[Piece]
+    overlapping: int  # chunks (and the head) whose bounds overlap the range
+
+
+def page_of(
+    gathered: list[Gathered],
+    start: int,
+    end: int,
+    line_filters: tuple[ast.LineFilter, ...] = (),
+    page_bytes: int = 0,
+    deadline: float | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[list[tuple[Labels, list[Piece]]], IngesterScan, Labels | None, tuple[int, int]]:
+    """The gathered streams as a select's answer: with `page_bytes`, stopping once the page holds
+    that many line bytes; the third value is the last stream of a page with more to come (the next
+    page's `after`), None when none remain. A reader then holds one page of a select over the
+    ingesters' whole memory, not all of it. The fourth is the range, which packed blocks are read with.
+
+    With line filters the pieces are decoded and filtered here (the querier gets the few lines
+    kept); without, packed blocks go as they are (compressed) and the querier decodes them and
+    counts their entries in range in the scan."""
+    out: list[tuple[Labels, list[Piece]]] = []
+    head_lines = head_bytes = chunk_lines = chunk_bytes = chunks = 0
+    held = 0
+    for stream in gathered:
+        if page_bytes and held >= page_bytes:
+            return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks), out[-1][0], (start, end)
+        check_deadline(deadline, cancelled)
+        chunks += stream.overlapping
+        pieces = stream.pieces
+        if not pieces:
+            continue
+        if line_filters:
+            tables = [_rows(piece, start, end) for _, piece in pieces]
+            for (from_head, _), table in zip(pieces, tables):
+                if from_head:
+                    head_lines, head_bytes = head_lines + table.num_rows, head_bytes + line_bytes(table)
+                else:
+                    chunk_lines, chunk_bytes = chunk_lines + table.num_rows, chunk_bytes + line_bytes(table)
+            # each piece filtered alone: joining them first copied every line once more
+            kept = [part for part in (apply_line_filters(t, line_filters) for t in tables) if part.num_rows]
+            if kept:
+                table = pa.concat_tables(kept) if len(kept) > 1 else kept[0]
+                out.append((stream.labels, [(True, table)]))
+                held += line_bytes(table) if page_bytes else 0
+            continue
+        for _, piece in pieces:
+            if isinstance(piece, pa.Table):
+                head_lines, head_bytes = head_lines + piece.num_rows, head_bytes + line_bytes(piece)
+            held += (piece.raw_bytes if isinstance(piece, PackedBlock) else line_bytes(piece)) if page_bytes else 0
+        out.append((stream.labels, pieces))
+    return out, IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, chunks), None, (start, end)
+
+
 NOTHING_SCANNED = IngesterScan()
 
 
 class PackedStreams:
-    """Several streams' entries in one table (rows of a stream contiguous), for cheap transfer,
-    with what the ingester scanned to find them (`scan`, for the query stats)."""
+    """A select's answer for another process: several streams' entries, with what the ingester
+    scanned to find them (`scan`, for the query stats). Windows of rows go as the chunks of one
+    table (rows of a stream contiguous), packed blocks as they are, compressed; `unpack` decodes
+    the blocks, keeps their entries in `window` and joins each stream's pieces in order."""
 
     def __init__(
         self,
@@ -298,41 +379,101 @@ class PackedStreams:
         table: pa.Table | None,
         scan: IngesterScan = NOTHING_SCANNED,
         more_after: Labels | None = None,
+        blocks: list[list[tuple[bool, PackedBlock]]] | None = None,
+        window: tuple[int, int] = (0, 0),
     ):
         self.labels = labels
-        self.lengths = lengths
+        self.lengths = lengths  # rows of each stream in `table` (after its blocks)
         self.table = table
         self.scan = scan
         self.more_after = more_after  # a page with more to come: its last stream (select_page)
+        self.blocks = blocks  # per stream: (from the head, block), in order; None when none has any
+        self.window = window
 
     @classmethod
     def pack(
         cls,
-        streams: list[tuple[Labels, pa.Table]],
+        streams: list[tuple[Labels, list[Piece]]],
         scan: IngesterScan = NOTHING_SCANNED,
         more_after: Labels | None = None,
+        window: tuple[int, int] = (0, 0),
     ) -> PackedStreams:
-        """The streams' tables as the chunks of one table, without copying a row.
+        """The streams' windows of rows as the chunks of one table, without copying a row.
 
-        A window is often a slice of a head or chunk. Arrow's own pickling would send a slice's whole
+        A window is often a slice of a head. Arrow's own pickling would send a slice's whole
         buffers, but a select's answer leaves through Ray, whose Arrow reducer sends only the bytes a
         slice views (buffer-level slices, offsets rebased), written once, straight into the object
         store (tests/test_select_wire.py). Copying each window out here first cost the ingester a
         second copy of every answer: ~100 MB per half-hour sub-query at 1M lines."""
-        if not streams:
-            return cls([], [], None, scan, more_after)
-        table = pa.concat_tables([t for _, t in streams])
-        return cls([lb for lb, _ in streams], [t.num_rows for _, t in streams], table, scan, more_after)
+        tables: list[pa.Table] = []
+        lengths: list[int] = []
+        blocks: list[list[tuple[bool, PackedBlock]]] = []
+        for _, pieces in streams:
+            rows = [piece for _, piece in pieces if not isinstance(piece, PackedBlock)]
+            assert len(rows) <= 1 and (not rows or pieces[-1][1] is rows[0]), "a window of rows comes last"
+            blocks.append([(head, piece) for head, piece in pieces if isinstance(piece, PackedBlock)])
+            lengths.append(rows[0].num_rows if rows else 0)
+            tables.extend(rows)
+        table = pa.concat_tables(tables) if tables else None
+        return cls(
+            [labels for labels, _ in streams],
+            lengths,
+            table,
+            scan,
+            more_after,
+            blocks if any(blocks) else None,
+            window,
+        )
 
     def unpack(self) -> list[tuple[Labels, pa.Table]]:
+        """Each stream's entries (streams left without any in the window are left out); the
+        entries of packed blocks in the window are added to `scan` (once)."""
         out: list[tuple[Labels, pa.Table]] = []
-        if self.table is None:  # no streams
-            return out
         offset = 0
-        for labels, length in zip(self.labels, self.lengths):
-            out.append((labels, self.table.slice(offset, length)))
+        start, end = self.window
+        head_lines = head_bytes = chunk_lines = chunk_bytes = 0
+        for position, (labels, length) in enumerate(zip(self.labels, self.lengths)):
+            batches: list[pa.RecordBatch] = []
+            for from_head, block in self.blocks[position] if self.blocks is not None else ():
+                batch = block.window(start, end)
+                size = line_bytes_of(batch.column(1))
+                if from_head:
+                    head_lines, head_bytes = head_lines + batch.num_rows, head_bytes + size
+                else:
+                    chunk_lines, chunk_bytes = chunk_lines + batch.num_rows, chunk_bytes + size
+                if batch.num_rows:
+                    batches.append(batch)
+            rows = self.table.slice(offset, length) if self.table is not None and length else None
             offset += length
+            if not batches:
+                if rows is not None:
+                    out.append((labels, rows))
+                continue
+            if rows is not None:
+                batches.extend(rows.to_batches())
+            out.append((labels, pa.Table.from_batches(batches, schema=CHUNK_SCHEMA)))
+        if self.blocks is not None:
+            self.scan = self.scan + IngesterScan(head_lines, head_bytes, chunk_lines, chunk_bytes, 0)
+            self.blocks = None  # decoded: a second unpack reads none (and counts none) again
         return out
+
+
+def pack_due(
+    item: HeadBlock | SealedChunk, block_bytes: int, lock: AbstractContextManager[object] | None = None
+) -> None:
+    """Compress what a push left due: a head's open part into blocks, a chunk cut on append into its
+    sealed (sorted, de-duplicated, packed) form, which also releases the pushes its rows came from."""
+    if isinstance(item, HeadBlock):
+        item.pack(block_bytes, lock)
+    else:
+        item.blocks  # noqa: B018 - reading a cut chunk's blocks seals it
+
+
+def _rows(piece: PackedBlock | pa.Table, start: int, end: int) -> pa.Table:
+    """A piece's entries in [start, end) as a table (a packed block decoded)."""
+    if isinstance(piece, PackedBlock):
+        return pa.Table.from_batches([piece.window(start, end)])
+    return piece
 
 
 # A part referencing this much more buffer than its rows need is copied before a checkpoint pickles it

@@ -6,13 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from svclog.chunk.head import HeadBlock, SealedChunk
+from svclog.chunk.head import DEFAULT_BLOCK_BYTES, HeadBlock, SealedChunk
+from svclog.chunk.packed import PackedBlock
 from svclog.chunk.pushdown import BlockProbe
 from svclog.model import Labels
 
+# A select's piece of a stream: (from the head, not a chunk; a packed block or a window of rows)
+Piece = tuple[bool, PackedBlock | pa.Table]
+
 
 class MemoryStream:
-    def __init__(self, labels: Labels, now_ns: int):
+    def __init__(self, labels: Labels, now_ns: int, block_bytes: int = DEFAULT_BLOCK_BYTES):
         self.labels = labels
         self.fingerprint = labels.fingerprint()
         self.head = HeadBlock()
@@ -22,6 +26,7 @@ class MemoryStream:
         self.retained: list[tuple[SealedChunk, float]] = []
         self.head_created_ns = now_ns
         self.last_append_ns = now_ns
+        self.block_bytes = block_bytes  # line bytes of a packed block (the chunk file's block size)
 
     def append(
         self, batch: pa.RecordBatch, min_ts: int, max_ts: int, raw_bytes: int, now_ns: int, shared: bool = False
@@ -35,7 +40,7 @@ class MemoryStream:
         """Seal the head into a chunk waiting for flush."""
         if not len(self.head):
             return None
-        chunk = self.head.seal()
+        chunk = self.head.seal(self.block_bytes)
         self.sealed.append(chunk)
         self.head = HeadBlock()
         return chunk
@@ -67,27 +72,52 @@ class MemoryStream:
     def is_empty(self) -> bool:
         return not len(self.head) and not self.sealed and not self.retained
 
-    def tables(self, start: int, end: int, retained: bool = True) -> list[pa.Table]:
-        """Entries with start <= ts < end from the chunks and the head (unsorted across parts);
-        without the retained (already flushed) chunks when `retained` is False."""
-        sealed, head = self.windows(start, end, retained)
-        return [t for t in (*sealed, head) if t is not None and t.num_rows]
-
-    def windows(
-        self, start: int, end: int, retained: bool = True, probe: BlockProbe | None = None
-    ) -> tuple[list[pa.Table], pa.Table | None]:
-        """Entries with start <= ts < end of each chunk (retained, then sealed: seal order) whose bounds
-        overlap the range, and of the head (None when it does not overlap); a window may be empty.
-        With a `probe`, a flushed chunk gives only the rows of blocks its token index cannot rule
-        out (every line the probe's filters keep is among them)."""
+    def pieces(self, start: int, end: int, retained: bool = True, probe: BlockProbe | None = None) -> list[Piece]:
+        """What holds entries with start <= ts < end, in the order a select reads them (retained
+        chunks, then sealed ones: seal order; then the head: its packed blocks, then its open part).
+        Packed blocks come whole when their bounds overlap the range (the reader keeps the range);
+        the open part as a window of its rows, left out when empty. With a `probe`, a flushed chunk
+        gives only the blocks its token index cannot rule out (every line the probe's filters keep
+        is in them). Each piece says whether it is the head's (for the scan counts)."""
         chunks = [c for c, _ in self.retained] + self.sealed if retained else self.sealed
-        sealed = [_chunk_window(c, start, end, probe) for c in chunks if c.min_ts < end and c.max_ts >= start]
-        head = None
-        if len(self.head) and self.head.min_ts < end and self.head.max_ts >= start:
-            whole = self.head.min_ts >= start and self.head.max_ts < end
-            table = self.head.table()
-            head = table if whole else _time_window(table, start, end, sorted_=False)
-        return sealed, head
+        found: list[Piece] = []
+        for chunk in chunks:
+            if chunk.min_ts < end and chunk.max_ts >= start:
+                found.extend((False, block) for block in _chunk_blocks(chunk, start, end, probe))
+        head = self.head
+        if len(head) and head.min_ts < end and head.max_ts >= start:
+            found.extend((True, block) for block in head.blocks if block.overlaps(start, end))
+            table = head.open_table()
+            if table.num_rows:
+                window = _time_window(table, start, end, sorted_=False)
+                if window.num_rows:
+                    found.append((True, window))
+        return found
+
+    def parts_overlapping(self, start: int, end: int) -> int:
+        """Chunks (retained, sealed, and the head) with bounds overlapping [start, end)."""
+        chunks = [c for c, _ in self.retained] + self.sealed
+        found = sum(1 for c in chunks if c.min_ts < end and c.max_ts >= start)
+        head = self.head
+        return found + int(bool(len(head)) and head.min_ts < end and head.max_ts >= start)
+
+    def count(self, start: int, end: int, retained: bool = True) -> tuple[int, int]:
+        """(entries, line bytes) with start <= ts < end; a packed block partly in range is decoded."""
+        lines = size = 0
+        for _, piece in self.pieces(start, end, retained):
+            if isinstance(piece, PackedBlock):
+                if piece.min_ts >= start and piece.max_ts < end:
+                    lines, size = lines + piece.rows, size + piece.raw_bytes
+                    continue
+                piece = pa.Table.from_batches([piece.window(start, end)])
+            lines, size = lines + piece.num_rows, size + line_bytes(piece)
+        return lines, size
+
+    def has_entries(self, start: int, end: int) -> bool:
+        for _, piece in self.pieces(start, end):
+            if not isinstance(piece, PackedBlock) or piece.window(start, end).num_rows:
+                return True
+        return False
 
     def spans(self) -> list[tuple[int, int]]:
         """[min_ts, max_ts] of every part a select reads (head, sealed and retained chunks)."""
@@ -95,13 +125,6 @@ class MemoryStream:
         if len(self.head):
             found.append((self.head.min_ts, self.head.max_ts))
         return found
-
-    def snapshot(self) -> list[pa.Table]:
-        """The unflushed entries (what a WAL checkpoint keeps): retained chunks are in the store."""
-        parts = [c.table for c in self.sealed]
-        if len(self.head):
-            parts.append(self.head.table())
-        return parts
 
     @property
     def memory_bytes(self) -> int:
@@ -120,38 +143,21 @@ def line_bytes(table: pa.Table) -> int:
     return total
 
 
-def _chunk_window(chunk: SealedChunk, start: int, end: int, probe: BlockProbe | None) -> pa.Table:
-    """A chunk's rows in [start, end), only those in the time bounds of blocks `probe` does not
-    rule out when the chunk carries its written layout (a block's rows lie within its bounds, so
-    rows sharing a bound with a neighbour block are merely kept too)."""
+def _chunk_blocks(chunk: SealedChunk, start: int, end: int, probe: BlockProbe | None) -> list[PackedBlock]:
+    """The chunk's blocks that overlap [start, end) and, when the chunk carries its written layout
+    (its blocks are these blocks), that `probe` does not rule out by their token filters."""
+    blocks = [block for block in chunk.blocks if block.overlaps(start, end)]
     layout = chunk.layout
     index = layout.index if layout is not None and probe is not None else None
-    if index is None or probe is None or layout is None or any(b is None for b in layout.bounds):
-        return _time_window(chunk.table, start, end, sorted_=True)
+    if index is None or probe is None or len(index) != len(chunk.blocks):
+        return blocks
     memo = chunk.probed
     if memo is not None and probe.key is not None and memo[0] == probe.key:
         possible = memo[1]
     else:
         possible = probe.may_match(index)
         chunk.probed = (probe.key, possible)
-    spans = [(max(b[0], start), min(b[1] + 1, end)) for b, ok in zip(layout.bounds, possible) if ok and b is not None]
-    spans = [(lo, hi) for lo, hi in spans if lo < hi]
-    if not spans:
-        return chunk.table.slice(0, 0)
-    ts = chunk.table.column("ts").to_numpy()
-    rows = np.searchsorted(ts, np.array(spans, dtype=np.int64).ravel(), side="left").reshape(-1, 2)
-    pieces: list[list[int]] = []
-    for lo, hi in rows.tolist():  # blocks ascend: merge touching or overlapping row ranges
-        if hi <= lo:
-            continue
-        if pieces and lo <= pieces[-1][1]:
-            pieces[-1][1] = max(pieces[-1][1], hi)
-        else:
-            pieces.append([lo, hi])
-    if not pieces:
-        return chunk.table.slice(0, 0)
-    parts = [chunk.table.slice(lo, hi - lo) for lo, hi in pieces]
-    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    return [block for block, ok in zip(chunk.blocks, possible) if ok and block.overlaps(start, end)]
 
 
 def _time_window(table: pa.Table, start: int, end: int, *, sorted_: bool) -> pa.Table:

@@ -35,10 +35,11 @@ def _split_by_period(labels: Labels, chunk: SealedChunk) -> list[tuple[Labels, S
     not make one chunk that every day's index in between has to list."""
     if schema.period_of(chunk.min_ts) == schema.period_of(chunk.max_ts):
         return [(labels, chunk)]
-    periods = chunk.table.column("ts").to_numpy() // schema.PERIOD_NS  # floor, like period_of
+    table = chunk.table
+    periods = table.column("ts").to_numpy() // schema.PERIOD_NS  # floor, like period_of
     pieces = []
     for period in np.unique(periods):
-        part = chunk.table.filter(pa.array(periods == period))
+        part = table.filter(pa.array(periods == period))
         pieces.append((labels, SealedChunk.from_table(part, chunk.sealed_ns)))
     return pieces
 
@@ -74,8 +75,9 @@ class ChunkStore:
         refs = []
         whole = {id(chunk) for _, chunk in chunks}  # chunks not split by index period
         for labels, chunk in (piece for item in chunks for piece in _split_by_period(*item)):
+            table = chunk.table  # decoded from the chunk's packed blocks: once, for the encoding and the count
             data = encode_chunk(
-                chunk.table, block_bytes=self.block_bytes, encoding=self.encoding, token_index=self.token_index
+                table, block_bytes=self.block_bytes, encoding=self.encoding, token_index=self.token_index
             )
             fingerprint = labels.fingerprint()
             key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))
@@ -89,7 +91,7 @@ class ChunkStore:
                     key,
                     chunk.min_ts,
                     chunk.max_ts,
-                    chunk.table.num_rows,
+                    table.num_rows,
                     chunk.raw_bytes,
                     len(data),
                     chunk.sealed_ns,

@@ -21,7 +21,9 @@ WORDS = ["GET", "POST", "timeout", "connection-reset-by-peer-upstream", "user_pr
 
 def _ingester(tmp_path) -> Ingester:
     store = ChunkStore(ObjectStore(str(tmp_path / "store")), block_bytes=2048)
-    return Ingester(IngesterSettings("ing-0", str(tmp_path / "wal"), wal_enabled=False), store)
+    # packed blocks split as the store's: the flushed chunk's token index then describes them
+    settings = IngesterSettings("ing-0", str(tmp_path / "wal"), wal_enabled=False, chunk_block_size=2048)
+    return Ingester(settings, store)
 
 
 def _fill(ing: Ingester, rng: random.Random, flushes: int) -> dict[str, list[tuple[int, str]]]:

@@ -44,9 +44,9 @@ def test_out_of_order_pushes_keep_push_order_within_a_window():
     stream = MemoryStream(Labels((("app", "a"),)), 0)
     for ts in ([5, 1, 9], [2, 7]):
         stream.append(entries_batch(ts, [f"l{t}" for t in ts], None), min(ts), max(ts), 2 * len(ts), 0)
-    _, head = stream.windows(2, 8)
-    assert head.column("ts").to_pylist() == [5, 2, 7]
-    _, head = stream.windows(5, 10)
+    ((from_head, head),) = stream.pieces(2, 8)
+    assert from_head and head.column("ts").to_pylist() == [5, 2, 7]
+    ((_, head),) = stream.pieces(5, 10)
     assert head.column("ts").to_pylist() == [5, 9, 7]
 
 

@@ -127,7 +127,7 @@ def test_a_page_ends_after_the_stream_that_fills_it_and_the_next_starts_after_it
     instance = _instance(*(_stream(app, [1, 2], ["x" * 10, "y" * 10]) for app in "dcba"))
     pages, after = [], None
     while True:
-        found, _, after = instance.select_page(ANY_APP, 0, 10, after=after, page_bytes=30)
+        found, _, after, _ = instance.select_page(ANY_APP, 0, 10, after=after, page_bytes=30)
         pages.append([labels.get("app") for labels, _ in found])
         if after is None:
             break
