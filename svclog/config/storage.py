@@ -164,6 +164,12 @@ class SchemaConfig:
     configs: tuple[PeriodConfig, ...] = seq(DEFAULT_PERIOD)
 
 
+# A querier's chunk cache when none is configured: for an object store a GET is a round trip worth
+# saving; a filesystem store's reads come from the OS page cache, which a cache of ours would
+# only hold a second copy of (at 1M bench lines, ~64 MB of every querier's peak).
+REMOTE_CHUNK_CACHE_BYTES = 64 << 20
+
+
 @dataclass(frozen=True)
 class ChunkStoreConfig:
     chunk_cache_config: dict = free()
@@ -171,6 +177,15 @@ class ChunkStoreConfig:
     write_dedupe_cache_config: dict = free()
     l2_chunk_cache_handoff: int = duration("0s")
     cache_lookups_older_than: int = duration("0s")
+
+    def chunk_cache_bytes(self, local_store: bool) -> int:
+        """Bytes of decoded-chunk bytes a querier keeps: the `embedded_cache` the reference's config
+        names (`enabled`, `max_size_mb`, default 100) when set; otherwise none for a filesystem store
+        and REMOTE_CHUNK_CACHE_BYTES for an object store."""
+        embedded = self.chunk_cache_config.get("embedded_cache")
+        if isinstance(embedded, dict) and "enabled" in embedded:
+            return int(float(embedded.get("max_size_mb", 100)) * (1 << 20)) if embedded["enabled"] else 0
+        return 0 if local_store else REMOTE_CHUNK_CACHE_BYTES
 
 
 @dataclass(frozen=True)
