@@ -31,7 +31,7 @@ from svclog.storage.index import ChunkRef
 TENANT_LABEL = "__tenant_id__"
 # Line bytes of unflushed entries a select asks the ingesters for at a time (a reader that pages):
 # its memory bound for them, at one ingester round trip per page (~64 pages for an hour of 3M lines)
-INGESTER_PAGE_BYTES = 32 << 20
+INGESTER_PAGE_BYTES = 8 << 20
 
 
 IngesterAnswer = (
