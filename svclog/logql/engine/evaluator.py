@@ -186,7 +186,7 @@ def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSe
         cap=ctx.caps.get(id(node)),
     )
     # absent_over_time too fails on an error label it sees (the reference checks before answering)
-    _check_errors(samples, ctx.error_policies.get(id(node), ErrorPolicy()))
+    _check_errors(samples, ctx.error_policies.get(id(node), ErrorPolicy()), ends, log_range.range)
     if node.op == "absent_over_time":
         return _absent(log_range, samples, ends)
     samples = _group_samples(samples, node.grouping)
@@ -220,16 +220,35 @@ def _group_samples(samples: list[SampleSeries], grouping: ast.Grouping | None) -
     return out
 
 
-def _check_errors(samples: list[SampleSeries], policy: ErrorPolicy) -> None:
+def _check_errors(samples: list[SampleSeries], policy: ErrorPolicy, ends: np.ndarray, range_ns: int) -> None:
+    """Fail on the first step whose window holds a sample with a disallowed error label.
+
+    The reference checks each step's vector: a sample between windows (step > range) never
+    reaches one, so its error does not fail the query."""
+    first: tuple[int, SampleSeries, str] | None = None
     for s in samples:
         error = s.labels.get(ERROR_LABEL)
-        if error and not policy.allows(error):
-            raise ValidationError(
-                f"pipeline error: '{error}' for series: '{s.labels}'.\n"
-                f'Use a label filter to intentionally skip this error. (e.g | __error__!="{error}").\n'
-                'To skip all potential errors you can match empty errors.(e.g __error__="")\n'
-                'The label filter can also be specified after unwrap. (e.g | unwrap latency | __error__="" )\n'
-            )
+        if not error or policy.allows(error):
+            continue
+        step = _first_window(s.ts, ends, range_ns)
+        if step is not None and (first is None or step < first[0]):
+            first = (step, s, error)
+    if first is not None:
+        _, s, error = first
+        raise ValidationError(
+            f"pipeline error: '{error}' for series: '{s.labels}'.\n"
+            f'Use a label filter to intentionally skip this error. (e.g | __error__!="{error}").\n'
+            'To skip all potential errors you can match empty errors.(e.g __error__="")\n'
+            'The label filter can also be specified after unwrap. (e.g | unwrap latency | __error__="" )\n'
+        )
+
+
+def _first_window(ts: np.ndarray, ends: np.ndarray, range_ns: int) -> int | None:
+    """Index of the first step whose window (end - range, end] holds one of `ts` (sorted), or None."""
+    idx = np.searchsorted(ends, ts, side="left")  # each sample's first end at or after it
+    inside = idx < len(ends)
+    hit = idx[inside][ends[idx[inside]] - range_ns < ts[inside]]
+    return int(hit.min()) if len(hit) else None
 
 
 def _absent(log_range: ast.LogRange, samples: list[SampleSeries], ends: np.ndarray) -> SeriesSet:
