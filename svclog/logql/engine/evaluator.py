@@ -6,13 +6,14 @@ Sample expressions evaluate to a `SeriesSet` (all steps at once) or to
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import singledispatch
 
 import numpy as np
 
 from svclog.logql import ast
 from svclog.logql.engine import binops, functions, vector_agg
+from svclog.logql.engine.avg_split import split_avg_over_time
 from svclog.logql.engine.grouping import group_labels
 from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.engine.hints import ErrorPolicy, error_policies, series_label_hints
@@ -62,6 +63,7 @@ def evaluate(
                 "log queries are not supported as an instant query type, please change your query to a range query type"
             )
         return evaluate_logs(expr, params, source, guard)
+    expr = split_avg_over_time(expr)
     ctx = EvalContext(
         params,
         source,
@@ -82,7 +84,7 @@ def evaluate(
 def _series_caps(expr: ast.Expr, params: QueryParams, max_series: int) -> dict[int, SeriesCap]:
     """A top-level range aggregation's groups are the answer's series when its windows cover
     every sample (step <= range): count them while reading, so the series limit fails fast."""
-    if not isinstance(expr, ast.RangeAggregation) or expr.op == "absent_over_time" or _sharded_avg(expr):
+    if not isinstance(expr, ast.RangeAggregation) or expr.op == "absent_over_time":
         return {}
     if not params.instant and params.step > expr.range.range:
         return {}
@@ -150,25 +152,8 @@ def _vector_aggregation(node: ast.VectorAggregation, ctx: EvalContext) -> Series
     return vector_agg.aggregate(node, inner)
 
 
-def _sharded_avg(node: ast.RangeAggregation) -> ast.BinaryOp | None:
-    """The reference's query frontend runs `avg_over_time(...) by (g)` as
-    `sum by (g) (sum_over_time(...)) / sum by (g) (count_over_time(<range without unwrap>))`,
-    so entries lacking the unwrapped label count in the denominator; we give the same answers."""
-    if node.op != "avg_over_time" or node.grouping is None or node.range.unwrap is None:
-        return None
-    if not node.grouping.without and not node.grouping.labels:
-        return None
-    sums = ast.VectorAggregation("sum", ast.RangeAggregation("sum_over_time", node.range), node.grouping)
-    counted = replace(node.range, unwrap=None)
-    counts = ast.VectorAggregation("sum", ast.RangeAggregation("count_over_time", counted), node.grouping)
-    return ast.BinaryOp("/", sums, counts)
-
-
 @eval_sample.register
 def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSet | ScalarSteps:
-    rewritten = _sharded_avg(node)
-    if rewritten is not None:
-        return eval_sample(rewritten, ctx)
     log_range = node.range
     ends = ctx.steps - log_range.offset
     ops = UNWRAP_OPS if log_range.unwrap is not None else LOG_OPS

@@ -13,9 +13,11 @@ What shards (each shard sees whole streams, never part of one):
   across shards even when series collide (SUM); max/min_over_time take MAX/MIN;
 - sum over CONCAT or SUM, count over CONCAT, max over CONCAT or MAX, min likewise;
 - avg by (g) over CONCAT as sum by (g) / count by (g); topk/bottomk over CONCAT run
-  per shard and again over the union; avg_over_time by (g) with unwrap as the
-  engine defines it (sum_over_time / count_over_time).
-Everything else runs un-sharded, as small a subtree as possible.
+  per shard and again over the union; an avg_over_time the engine splits into
+  sum_over_time / count_over_time (engine/avg_split.py) shards as its parts.
+Everything else runs un-sharded, as small a subtree as possible. The split is
+decided on the whole query: a plan whose leaf, run alone, would split an average
+the whole query does not, runs as one un-sharded leaf.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from svclog.logql import ast
+from svclog.logql.engine.avg_split import split_avg_over_time
 
 
 class Combine(enum.Enum):
@@ -70,8 +73,11 @@ class _Tree:
 
 def shard_expr(expr: ast.Expr, shards: int) -> object:
     """The merge tree of a metric expression; with shards <= 1 every leaf is UNSHARDED."""
-    analysed = _analyse(expr, shards > 1)
-    return _as_node(analysed)
+    expr = split_avg_over_time(expr)
+    tree = _as_node(_analyse(expr, shards > 1))
+    if any(split_avg_over_time(leaf.expr) is not leaf.expr for leaf in leaves(tree)):
+        return Downstream(expr, Combine.UNSHARDED)
+    return tree
 
 
 def leaves(tree: object) -> list[Downstream]:
@@ -135,26 +141,10 @@ def range_combine(node: ast.RangeAggregation) -> Combine | None:
 
 
 def _range(node: ast.RangeAggregation, sharding: bool) -> _Shardable | _Tree:
-    avg = _avg_over_time_by(node)
-    if avg is not None and sharding:
-        return _analyse(avg, sharding)
     combine = range_combine(node) if sharding else None
     if combine is None:
         return _Tree(Downstream(node, Combine.UNSHARDED))
     return _Shardable(node, combine)
-
-
-def _avg_over_time_by(node: ast.RangeAggregation) -> ast.BinaryOp | None:
-    """The engine evaluates `avg_over_time(... | unwrap x [r]) by (g)` as this division
-    (entries without the label count in the denominator); it shards as its parts."""
-    if node.op != "avg_over_time" or node.grouping is None or node.range.unwrap is None:
-        return None
-    if not node.grouping.without and not node.grouping.labels:
-        return None
-    sums = ast.VectorAggregation("sum", ast.RangeAggregation("sum_over_time", node.range), node.grouping)
-    counted = replace(node.range, unwrap=None)
-    counts = ast.VectorAggregation("sum", ast.RangeAggregation("count_over_time", counted), node.grouping)
-    return ast.BinaryOp("/", sums, counts)
 
 
 # vector aggregation op -> the child combines it accepts, and how its own shards combine

@@ -90,6 +90,14 @@ def test_avg_over_time_by_shards_as_the_engine_computes_it() -> None:
     assert ops == ["sum_over_time", "count_over_time"]
 
 
+def test_avg_over_time_in_a_subtree_sent_whole_is_not_divided() -> None:
+    # the reference's frontend sends a shardable sum to the queriers as it is
+    assert leaf_kinds(f"sum(avg_over_time({UNWRAP} [1m]) by (x))") == [("VectorAggregation:sum", Combine.UNSHARDED)]
+    # a leaf that would divide on its own what the whole query does not: one un-sharded leaf
+    text = f'sum(avg_over_time({UNWRAP} [1m]) by (x) + rate({{app="a"}}[1m]))'
+    assert plan(text) == Downstream(parse(text), Combine.UNSHARDED)
+
+
 def test_topk_runs_per_shard_and_again_over_the_union() -> None:
     tree = plan('topk(3, rate({app="a"}[1m]))')
     assert isinstance(tree, ast.VectorAggregation) and tree.op == "topk"
