@@ -71,7 +71,12 @@ class SeriesCap:
 
 
 def series_limit_error(limit: int) -> LimitError:
-    return LimitError(f"maximum of series ({limit}) reached for a single query")
+    """The reference's words (v3.7) for a query answering more series than its limit."""
+    return LimitError(
+        f"maximum number of series ({limit}) reached for a single query; consider reducing query cardinality by "
+        "adding more specific stream selectors, reducing the time range, or aggregating results with functions "
+        "like sum(), count() or topk()"
+    )
 
 
 SERIES_OVERHEAD_BYTES = 256  # a series' Labels, dict slot and arrays list, beside its samples

@@ -19,9 +19,10 @@ from svclog.logql.engine.result import (
     Series,
     VectorResult,
 )
+from svclog.logql.engine.samples import series_limit_error
 from svclog.logql.engine.series import ScalarSteps, SeriesSet
 from svclog.logql.rewrite.shard import Combine, Downstream
-from svclog.model import Labels, LimitError, ValidationError
+from svclog.model import Labels, ValidationError
 
 Value = SeriesSet | ScalarSteps
 
@@ -115,7 +116,7 @@ def to_result(value: Value, params: QueryParams, steps: np.ndarray, max_series: 
         return MatrixResult([Series(Labels(), steps, value.values)])
     value = value.compact()
     if len(value) > max_series:
-        raise LimitError(f"maximum of series ({max_series}) reached for a single query")
+        raise series_limit_error(max_series)
     if params.instant:
         samples = [
             Sample(lb, int(steps[0]), float(v[0]))

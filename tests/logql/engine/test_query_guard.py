@@ -195,7 +195,7 @@ def test_metric_query_memory_is_charged_too():
 
 def test_max_series_fails_as_soon_as_it_is_crossed():
     counting = CountingSource(spread(200, 10))
-    with pytest.raises(LimitError, match=r"maximum of series \(5\) reached"):
+    with pytest.raises(LimitError, match=r"maximum number of series \(5\) reached"):
         run('count_over_time({app="a"} [1m])', counting, max_series=5)
     assert counting.blocks < 200 // 2  # not after the full scan
     # an outer aggregation may reduce the series: only its result counts

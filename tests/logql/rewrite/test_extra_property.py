@@ -167,5 +167,5 @@ def test_series_limit_applies_to_the_merged_answer(tenant_sources) -> None:
     expr = parse(f"count_over_time({ALL}[5m])")
     plan = plan_query(expr, RANGE, split_interval_ns=3600 * NS, shards=4, max_series=3)
     partials = [evaluate_subquery(sub, tenant_sources["acme"]) for sub in plan.subqueries]
-    with pytest.raises(LimitError, match=r"maximum of series \(3\)"):
+    with pytest.raises(LimitError, match=r"maximum number of series \(3\)"):
         plan.merge(partials)
