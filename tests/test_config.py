@@ -452,13 +452,12 @@ def test_prometheus_durations_print_as_prometheus_does():
     assert format_duration(1500 * 10**6 + 1, prom=True) == "1.500000001s"  # not whole ms: Go's spelling
 
 
-def test_a_querier_caches_chunks_as_configured_else_only_for_an_object_store(tmp_path: Path) -> None:
-    assert load_config().chunk_store_config.chunk_cache_bytes(local_store=True) == 0  # the OS page cache has them
-    assert load_config().chunk_store_config.chunk_cache_bytes(local_store=False) == 64 << 20
+def test_a_querier_caches_chunks_as_configured_else_as_the_references_default(tmp_path: Path) -> None:
+    assert load_config().chunk_store_config.chunk_cache_bytes() == 100 << 20
     path = tmp_path / "c.yaml"
     path.write_text(
         "chunk_store_config:\n  chunk_cache_config:\n    embedded_cache:\n      enabled: true\n      max_size_mb: 10\n"
     )
-    assert load_config(str(path)).chunk_store_config.chunk_cache_bytes(local_store=True) == 10 << 20
+    assert load_config(str(path)).chunk_store_config.chunk_cache_bytes() == 10 << 20
     path.write_text("chunk_store_config:\n  chunk_cache_config:\n    embedded_cache:\n      enabled: false\n")
-    assert load_config(str(path)).chunk_store_config.chunk_cache_bytes(local_store=False) == 0
+    assert load_config(str(path)).chunk_store_config.chunk_cache_bytes() == 0

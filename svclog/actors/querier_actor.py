@@ -53,13 +53,13 @@ class QuerierActor:
         self.calls = RunningQueries()  # direct calls (metadata, the ruler's queries), stopped by ray.cancel
         self._call_ids = itertools.count()
         self._stopping = threading.Event()
-        # a bounded chunk cache per querier process on an object store (repeated dashboard queries hit it)
+        # a bounded chunk cache per querier process (repeated dashboard queries hit it)
         # index lookups go to the tenant's index gateway while one runs (its ring has a healthy member)
         index = GatewayIndex(IndexReader(store), cfg.index_gateway.mode, cfg.index_gateway.ring.replication_factor)
         self.index = index  # its lookup counts (index_lookups)
         self.querier = Querier(
             index,
-            ChunkStore(store, cache_bytes=cfg.chunk_store_config.chunk_cache_bytes(store.local)),
+            ChunkStore(store, cache_bytes=cfg.chunk_store_config.chunk_cache_bytes()),
             pool,
             querier_settings(cfg),
             deletes=QueryTimeDeletes(DeleteRequestStore(store)),
