@@ -47,6 +47,9 @@ def serve_main(args: list[str]) -> int:
         level=cfg.server.log_level.upper().replace("WARN", "WARNING").replace("WARNINGING", "WARNING"),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from svclog.actors.options import driver_arrow_pool
+
+    driver_arrow_pool()  # before anything here allocates from Arrow
     from svclog import launch as topology
 
     handles = topology.start(cfg, host_gateway=True)  # the driver only waits: it serves HTTP too

@@ -75,6 +75,24 @@ def arrow_pool_env() -> dict:
     return {"runtime_env": {"env_vars": {"ARROW_DEFAULT_MEMORY_POOL": pool}}}
 
 
+def driver_arrow_pool() -> None:
+    """Make jemalloc this process's Arrow pool (unless the operator chose one) without handing the
+    choice to the processes it starts: `svclog serve` hosts the gateway, whose pushes build Arrow
+    arrays on several threads, and mimalloc kept ~30 MB more of them (the driver's anonymous memory
+    grew 80 MB over a 1M-line ingest with mimalloc, 46 MB with jemalloc). Arrow reads the variable
+    once, when the default pool is first asked for; it is gone again before Ray starts its daemons
+    and workers (queriers keep mimalloc, see `arrow_pool_env`)."""
+    if os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        return
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool()
+    finally:
+        del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
+
+
 def ring_options() -> dict:
     return {
         "name": RING_NAME,
