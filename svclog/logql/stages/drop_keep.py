@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 from svclog.logql import ast
 from svclog.logql.stages.batch import ERROR_DETAILS_LABEL, ERROR_LABEL, LogBatch
 from svclog.logql.stages.label_filter import anchored, matcher_mask
-from svclog.logql.stages.line_filter import check_regex
+from svclog.logql.stages.regex_filter import check_regex
 from svclog.model import MatchType
 
 _SPECIAL = (ERROR_LABEL, ERROR_DETAILS_LABEL)

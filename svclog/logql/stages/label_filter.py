@@ -3,7 +3,8 @@
 Semantics of the reference, evaluated column-wise:
 - string matchers compare the value, an absent label counting as ""; `__error__`
   reads the entry's error (`__error_details__` is not a label to matchers: always "");
-  regexes are anchored and dot matches newline;
+  a regex runs as the reference runs it (regex_filter.py): often as substring or equality
+  filters (`msg=~"miss.*"` keeps "cache miss"), else anchored, with `.` stopping at a newline;
 - number/duration/bytes filters drop entries without the label and keep entries whose
   value does not convert, recording `LabelFilterErr` unless an error is already set;
 - `ip()` filters keep entries that already carry an error;
@@ -27,8 +28,9 @@ from svclog.logql.stages.batch import (
     ERROR_LABEL,
     LogBatch,
 )
+from svclog.logql.stages.go_regex_syntax import GoRegexError
 from svclog.logql.stages.ip import ip_mask, parse_ip_pattern
-from svclog.logql.stages.line_filter import check_regex
+from svclog.logql.stages.regex_filter import Filter, check_regex, check_regexes, filter_mask, regex_filter
 from svclog.model import Matcher, MatchType, ParseError
 
 _COMPARE = {
@@ -46,7 +48,8 @@ def anchored(regex: str) -> str:
 
 
 def matcher_mask(matcher: Matcher, values: pa.Array) -> pa.Array:
-    """Matcher over values (null counts as ""), with RE2 kernels."""
+    """Matcher over values (null counts as ""), with RE2 kernels: a stream selector's or drop/keep's
+    matcher (Prometheus' semantics: anchored, `.` matching a newline)."""
     values = pc.fill_null(values, "")
     if matcher.type is MatchType.EQ:
         return pc.equal(values, matcher.value)
@@ -85,6 +88,17 @@ def _eval(expr: object, state: _State) -> pa.Array:
     raise ParseError(f"unsupported label filter {expr!r}")
 
 
+def string_filter(matcher: Matcher) -> Filter | None:
+    """The reference's filter for a label filter's regex; None for `=`/`!=`, or when Go's parser
+    rejects the regex alone (the reference then falls back to the label matcher)."""
+    if matcher.type not in (MatchType.RE, MatchType.NRE):
+        return None
+    try:
+        return regex_filter(matcher.value, label=True, negate=matcher.type is MatchType.NRE)
+    except GoRegexError:
+        return None
+
+
 @_eval.register
 def _(expr: ast.StringLabelFilter, state: _State) -> pa.Array:
     name = expr.matcher.name
@@ -94,7 +108,10 @@ def _(expr: ast.StringLabelFilter, state: _State) -> pa.Array:
         values = pa.nulls(len(state.batch), pa.string())
     else:
         values = state.batch.label(name)
-    return matcher_mask(expr.matcher, values)
+    found = string_filter(expr.matcher)
+    if found is None:
+        return matcher_mask(expr.matcher, values)
+    return filter_mask(found, pc.fill_null(values, ""))
 
 
 def _converted(
@@ -163,7 +180,11 @@ def validate_label_filter(expr: ast.LabelFilterExpr) -> None:
         validate_label_filter(expr.left)
         validate_label_filter(expr.right)
     elif isinstance(expr, ast.StringLabelFilter) and expr.matcher.type in (MatchType.RE, MatchType.NRE):
-        check_regex(anchored(expr.matcher.value))
+        found = string_filter(expr.matcher)
+        if found is None:
+            check_regex(anchored(expr.matcher.value))
+        else:
+            check_regexes(found)
     elif isinstance(expr, ast.IpLabelFilter):
         parse_ip_pattern(expr.pattern)
 
