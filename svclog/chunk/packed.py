@@ -38,7 +38,9 @@ class PackedBlock:
         with pa.ipc.new_stream(sink, CHUNK_SCHEMA, options=_WRITE) as writer:
             writer.write_batch(batch)
         return cls(
-            sink.getvalue(),
+            # copied to a buffer of its own size: the stream's grows by doubling and keeps its
+            # capacity (~35% more memory than the bytes, measured over the bench's blocks)
+            pa.py_buffer(sink.getvalue().to_pybytes()),
             batch.num_rows,
             line_bytes_of(batch.column(1)) if raw_bytes is None else raw_bytes,
             int(ts.min()) if len(ts) else 0,

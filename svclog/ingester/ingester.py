@@ -90,7 +90,9 @@ class Ingester:
         # never shorter than the index listings queriers reuse: a chunk flushed after a querier
         # listed the index must still be answered here until that listing has expired
         self.retain_s = max(settings.chunk_retain_period / 1e9, MIN_CHUNK_RETAIN_S)
-        self._packer = Packer(functools.partial(pack_due, block_bytes=settings.chunk_block_size, lock=self._lock))
+        self._packer = Packer(
+            functools.partial(pack_due, block_bytes=settings.chunk_block_size, lock=self._lock), self.compact_heads
+        )
         self.wal = WAL(settings.wal_dir) if settings.wal_enabled else None
         if self.wal is not None:
             self._replay()
@@ -230,6 +232,18 @@ class Ingester:
                 for inst in self.tenants.values()
                 for s in inst.streams.values()
             )
+
+    def packed(self, timeout: float = 10.0) -> bool:
+        """Wait until what earlier pushes left due is packed (see Packer)."""
+        return self._packer.wait_idle(timeout)
+
+    def compact_heads(self) -> None:
+        """Copy what every head took from pushes since its last compaction into its own buffers
+        (HeadBlock.compact: the copies run outside the lock)."""
+        with self._lock:
+            heads = [stream.head for inst in self.tenants.values() for stream in inst.streams.values()]
+        for head in heads:
+            head.compact(self._lock)
 
     # ------------------------------------------------------------ flushing
 
@@ -384,11 +398,23 @@ class Ingester:
 class Packer:
     """One thread that compresses what pushes leave due (heads with a block's worth of lines, chunks
     cut on append), in the order pushed: a push never waits for a compression (LZ4 at ~400 MB/s is
-    ~0.7 ms per block, and a push can fill a block in each of its streams at once)."""
+    ~0.7 ms per block, and a push can fill a block in each of its streams at once).
 
-    def __init__(self, pack: Callable[[HeadBlock | SealedChunk], None]):
+    While pushes arrive it also runs `sweep` about once a `sweep_s`: the ingester copies the slices
+    heads took from pushes into buffers of their own, so a push's whole batch is not kept for a
+    stream that fills its block slowly (at 1M bench lines ~40 MB of pushes stayed pinned so until
+    the next flush tick, 30 s later)."""
+
+    def __init__(
+        self,
+        pack: Callable[[HeadBlock | SealedChunk], None],
+        sweep: Callable[[], None] | None = None,
+        sweep_s: float = 1.0,
+    ):
         self._pack = pack
-        self._queue: queue.SimpleQueue[list[HeadBlock | SealedChunk] | None] = queue.SimpleQueue()
+        self._sweep = sweep
+        self._sweep_s = sweep_s
+        self._queue: queue.SimpleQueue[list[HeadBlock | SealedChunk] | threading.Event | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start = threading.Lock()
 
@@ -404,13 +430,38 @@ class Packer:
         if self._thread is not None:
             self._queue.put(None)
 
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until everything put before this call is packed (tests; a caller that wants it settled)."""
+        if self._thread is None:
+            return True
+        done = threading.Event()
+        self._queue.put(done)
+        return done.wait(timeout)
+
     def _run(self) -> None:
-        while (items := self._queue.get()) is not None:
+        swept, pushed = time.monotonic(), False
+        while True:
+            try:
+                items = self._queue.get(timeout=self._sweep_s)
+            except queue.Empty:
+                items = []
+            if items is None:
+                return
+            if isinstance(items, threading.Event):
+                items.set()
+                continue
+            pushed = pushed or bool(items)
             for item in items:
                 try:
                     self._pack(item)
                 except Exception:  # packing only saves memory: the rows stay as they are
                     log.exception("packing a head or chunk failed")
+            if self._sweep is not None and pushed and time.monotonic() - swept >= self._sweep_s:
+                swept, pushed = time.monotonic(), False
+                try:
+                    self._sweep()
+                except Exception:
+                    log.exception("compacting the heads failed")
 
 
 def _own_table(parts: list[pa.RecordBatch]) -> pa.Table:

@@ -119,6 +119,7 @@ def test_a_checkpoint_keeps_packed_blocks_and_replays_them(tmp_path):
     settings = IngesterSettings("ing-0", str(tmp_path / "wal"), chunk_block_size=BLOCK)
     ing = Ingester(settings, ChunkStore(store, block_bytes=BLOCK))
     written = _push_many(lambda s: ing.push("t", [s]), rng, 30)
+    assert ing.packed()  # the packer thread compresses off the push path
     stream = next(iter(ing.tenants["t"].streams.values()))
     assert stream.head.blocks
     ing.checkpoint()
