@@ -16,7 +16,7 @@ from svclog.actors.backend_host import HostedPart, RemoteBackendHost
 from svclog.actors.compactor_actor import CompactorActor, RemoteCompactor
 from svclog.actors.head import NO_FALLBACK_PROXY, SERVE_CONTROLLER_CALLBACK, lean_local_head, serve_controller_created
 from svclog.actors.indexgateway_actor import RemoteIndexGateway
-from svclog.actors.ingester_actor import RemoteIngester
+from svclog.actors.ingester_actor import TAIL_GROUP, TAIL_GROUP_THREADS, IngesterActor, RemoteIngester
 from svclog.actors.options import (
     COMPACTOR_NAME,
     NAMESPACE,
@@ -28,6 +28,7 @@ from svclog.actors.options import (
     index_gateway_name,
     index_gateway_options,
     index_gateway_ring_options,
+    ingester_name,
     ingester_options,
     pattern_ingester_options,
     querier_options,
@@ -38,6 +39,7 @@ from svclog.actors.options import (
 )
 from svclog.actors.pattern_actor import PatternActor, RemotePatternIngester
 from svclog.actors.querier_actor import RemoteQuerier
+from svclog.actors.registry import HostedRole
 from svclog.actors.ring_actor import RemoteRing, RingActor
 from svclog.actors.ruler_actor import RemoteRuler, RulerActor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, RemoteScheduler, SchedulerActor, scheduler_options
@@ -147,7 +149,9 @@ def start(cfg: Config, host_gateway: bool = False) -> dict:
     else:
         ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
         ray.get(ring.snapshot.remote())
-    if "ingester" in wanted:
+    if hosts_ingester(cfg, wanted):
+        ingesters = [HostedRole(ring, ingester_name(0))]
+    elif "ingester" in wanted:
         ingesters = [
             RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(cfg, f"ingester-{i}")
             for i in range(num_ingesters(cfg))
@@ -288,7 +292,29 @@ def backend_parts(cfg: Config, wanted: frozenset[str] | set[str]) -> list[Hosted
                 num_cpus=options["num_cpus"],
             )
         )
+    if hosts_ingester(cfg, wanted):
+        # last and built after the host is up: joining the ring calls the ring part
+        parts.append(
+            HostedPart(
+                ingester_name(0),
+                IngesterActor,
+                (cfg, ingester_name(0)),
+                threads=ingester_options(0, cfg.ray.ingester_num_cpus)["max_concurrency"],
+                num_cpus=cfg.ray.ingester_num_cpus,
+                kwargs={"hosted": True},
+                groups={TAIL_GROUP: TAIL_GROUP_THREADS},
+                deferred=True,
+            )
+        )
     return parts
+
+
+def hosts_ingester(cfg: Config, wanted: frozenset[str] | set[str]) -> bool:
+    """Does the backend host run the ingester too? On a local start of one ingester it does: a process
+    of its own cost ~150 MB for nothing the ingester needs alone (the host's other parts are idle while
+    pushes and selects run), and its selects' answers then leave from the process the scheduler is in.
+    Killing it kills the backend parts with it; Ray restarts them all, the ingester replays its WAL."""
+    return hosts_backend(cfg) and "ingester" in wanted and num_ingesters(cfg) == 1
 
 
 def start_backends(cfg: Config, wanted: frozenset[str] | set[str]) -> list:
@@ -578,6 +604,8 @@ def _answers(refs: list, timeout_s: float) -> list:
 
 def _kill(actors: list) -> None:
     for actor in actors:
+        if isinstance(actor, HostedRole):
+            continue  # a part of the backend host: it goes with the host
         try:
             ray.kill(actor, no_restart=True)
         except Exception:  # already gone

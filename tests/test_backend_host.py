@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 import pickle
 import threading
+import time
 
 import pytest
+import ray
 
 from svclog.actors import registry
 from svclog.actors.backend_host import BackendHost, HostedPart
+from svclog.actors.calls import call_cancelled
 from svclog.config import load_config
 from svclog.launch import backend_parts, hosts_backend
 
@@ -133,3 +136,69 @@ def test_only_a_single_process_start_hosts_its_backend(tmp_path):
     assert not hosts_backend(two_rulers)
     joined = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.address=auto"])
     assert not hosts_backend(joined)  # cluster.yaml's backend node type hosts the components
+
+
+class Joiner:
+    """A part whose construction calls the host it is built in (as an ingester joins the ring)."""
+
+    def __init__(self, host_ready: threading.Event):
+        assert host_ready.wait(5), "built before the host was up"
+        self.saw_cancel: bool | None = None
+
+    def push(self) -> str:
+        return threading.current_thread().name
+
+    @ray.method(concurrency_group="tail")
+    def poll(self, release: threading.Event) -> str:
+        release.wait(5)
+        return threading.current_thread().name
+
+    def select(self, started: threading.Event) -> None:
+        started.set()
+        deadline = time.monotonic() + 5
+        while not call_cancelled() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.saw_cancel = call_cancelled()
+
+
+def test_a_deferred_part_is_built_after_the_host_and_its_groups_and_cancels_are_its_own():
+    host_ready = threading.Event()
+    part = HostedPart("ingester-0", Joiner, (host_ready,), threads=1, groups={"tail": 2}, deferred=True)
+    host = BackendHost([HostedPart("counter", Counter, (0,)), part])
+    assert host.roles() == ["counter", "ingester-0"]  # listed at once, built later
+    host_ready.set()
+
+    async def run():
+        release = threading.Event()
+        # a long poll runs in the tail group's threads: the part's own thread still takes a push
+        poll = asyncio.ensure_future(host.call("ingester-0", "poll", release))
+        pushed_by = await asyncio.wait_for(host.call("ingester-0", "push"), 5)
+        release.set()
+        polled_by = await asyncio.wait_for(poll, 5)
+        # cancelling a call (ray.cancel of an async actor call) is what the part's method reads
+        started = threading.Event()
+        select = asyncio.ensure_future(host.call("ingester-0", "select", started))
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 5)
+        select.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await select
+        return pushed_by, polled_by
+
+    pushed_by, polled_by = asyncio.run(run())
+    assert pushed_by.startswith("ingester-0_") and polled_by.startswith("ingester-0-tail")
+    deadline = time.monotonic() + 5
+    while host._parts["ingester-0"].saw_cancel is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert host._parts["ingester-0"].saw_cancel is True
+
+
+def test_a_single_ingester_start_hosts_its_ingester_too(tmp_path):
+    from svclog.launch import hosts_ingester
+
+    cfg = load_config(None, [f"-common.path-prefix={tmp_path}"])
+    parts = backend_parts(cfg, {"query-scheduler", "ingester"})
+    assert hosts_ingester(cfg, {"ingester"}) and parts[-1].role == "ingester-0" and parts[-1].deferred
+    assert parts[-1].kwargs == {"hosted": True} and parts[-1].groups
+    two = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.num-ingesters=2"])
+    assert not hosts_ingester(two, {"ingester"})  # replicas keep processes of their own
+    assert [p.role for p in backend_parts(two, {"ingester"})] == ["ring"]

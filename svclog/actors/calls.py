@@ -137,9 +137,17 @@ async def fetch(ref: Any, timeout: float | None = QUERY_TIMEOUT_S) -> Any:
         raise translate(err, "fetching an answer", timeout) from None
 
 
+# The call a backend host's part runs on this thread (backend_host._run_call): its `cancelled` event.
+HOSTED_CALL = threading.local()
+
+
 def call_cancelled() -> bool:
     """Whether the caller cancelled the actor call this thread runs (`ray.cancel` sets a flag that
-    a threaded actor's method reads here; ~12 us a call); False outside a call."""
+    a threaded actor's method reads here; ~12 us a call; a backend host sets its part's event);
+    False outside a call."""
+    hosted = getattr(HOSTED_CALL, "cancelled", None)
+    if hosted is not None:
+        return bool(hosted.is_set())
     try:
         return bool(ray.get_runtime_context().is_canceled())
     except Exception:  # noqa: BLE001 - not in a task (a pull loop's thread), or no Ray worker

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -118,3 +119,101 @@ def test_svclog_serve_answers_stops_on_ctrl_c_and_keeps_what_it_acknowledged(ser
 
     start()  # same data directory: what was acknowledged is found again (flushed at stop, or in the WAL)
     assert query_lines(url) == sent
+
+
+def _descendant_named(root: int, title: str) -> int:
+    """The pid of the process under `root` whose command line starts with `title` (Ray's process titles)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                parent = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(title.encode()):
+                return pid
+        except OSError:
+            pass
+        todo += children.get(pid, [])
+    raise AssertionError(f"no {title} process under {root}")
+
+
+def _pushed_lines(url: str, tenant: str) -> set[int]:
+    """Every `line N` of the tenant's app=crash stream, paging forward past the query limit."""
+    now, found = time.time_ns(), set()
+    start = now - 3600 * 10**9
+    while True:
+        resp = httpx.get(
+            url + "/loki/api/v1/query_range",
+            params={
+                "query": '{app="crash"}',
+                "start": str(start),
+                "end": str(now),
+                "limit": "5000",
+                "direction": "forward",
+            },
+            headers={"X-Scope-OrgID": tenant},
+            timeout=60,
+        )
+        assert resp.status_code == 200, resp.text
+        values = [(int(ts), line) for stream in resp.json()["data"]["result"] for ts, line in stream["values"]]
+        found.update(int(line.split()[1]) for _, line in values)
+        if len(values) < 5000:
+            return found
+        start = max(ts for ts, _ in values) + 1
+
+
+def test_killing_the_process_that_holds_the_ingester_loses_no_acknowledged_push(serve_command):
+    """The default layout hosts the ingester in the backend host process: kill -9 it mid-push; Ray
+    restarts it (and the ring, scheduler, compactor and ruler with it), the ingester replays its WAL,
+    and every acknowledged entry is found."""
+    start, url = serve_command
+    proc = start()
+    host = _descendant_named(proc.pid, "ray::BackendHost")
+    acked: list[int] = []
+    stop = threading.Event()
+
+    def push() -> None:
+        sent = 0
+        with httpx.Client(timeout=30) as client:
+            while not stop.is_set():
+                now = time.time_ns()
+                values = [[str(now + k), f"line {sent + k}"] for k in range(100)]
+                body = json.dumps({"streams": [{"stream": {"app": "crash"}, "values": values}]})
+                try:
+                    resp = client.post(
+                        url + "/loki/api/v1/push",
+                        content=body,
+                        headers={"X-Scope-OrgID": "crash", "Content-Type": "application/json"},
+                    )
+                    if resp.status_code == 204:
+                        acked.extend(range(sent, sent + 100))
+                except httpx.HTTPError:
+                    pass  # the service is restarting its backend: not acknowledged
+                sent += 100
+
+    pusher = threading.Thread(target=push, daemon=True)
+    pusher.start()
+    time.sleep(1.5)
+    before = len(acked)
+    os.kill(host, signal.SIGKILL)
+    time.sleep(3)
+    stop.set()
+    pusher.join(60)
+    wait_ready(url, time.time() + START_TIMEOUT_S)
+    assert before and len(acked) >= before, "nothing was acknowledged before the kill"
+    deadline = time.time() + 60
+    found: set[int] = set()
+    while time.time() < deadline and not set(acked) <= found:  # the restarted ingester rejoins the ring
+        try:
+            found = _pushed_lines(url, "crash")
+        except (AssertionError, httpx.HTTPError):
+            time.sleep(1)
+    print(f"\nacknowledged {len(acked)}, found {len(found)}")
+    assert set(acked) <= found, f"{len(set(acked) - found)} acknowledged entries lost"
+    assert _descendant_named(proc.pid, "ray::BackendHost") != host  # a new process answered
