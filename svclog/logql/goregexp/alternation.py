@@ -9,7 +9,7 @@ runes only, so `A[^\\n]b|[Aa]` loses the second leg's case folding, as Go's does
 
 from __future__ import annotations
 
-from svclog.logql.stages.go_regex_classes import (
+from svclog.logql.goregexp.classes import (
     MAX_RUNE,
     append_class,
     append_folded_range,
@@ -17,7 +17,7 @@ from svclog.logql.stages.go_regex_classes import (
     clean_class,
     in_class,
 )
-from svclog.logql.stages.go_regex_syntax import FOLD_CASE, Node, Op
+from svclog.logql.goregexp.syntax import FOLD_CASE, Node, Op
 
 
 def is_char_class(re: Node) -> bool:

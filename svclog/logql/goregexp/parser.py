@@ -2,7 +2,7 @@
 
 Go's parser rewrites as it reads: adjacent literals merge (`ab` is one literal), `[a]` becomes the
 literal a and `[Aa]` the case-folded literal A, a group's single class can become `.` when it is
-"anything but a newline", and alternations are factored (go_regex_alternation.py). The reference
+"anything but a newline", and alternations are factored (alternation.py). The reference
 decides how to run a regex filter from this tree, so the parser is followed step by step, with
 Go's error messages. A Unicode class (`\\pL`, `\\p{Greek}`) is kept as an opaque tag: Python has no
 script tables, and no shape decision reads its runes except the rare single-rune tables.
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 
-from svclog.logql.stages.go_regex_alternation import clean_alt, collapse, is_char_class, merge_char_class
-from svclog.logql.stages.go_regex_classes import (
+from svclog.logql.goregexp.alternation import clean_alt, collapse, is_char_class, merge_char_class
+from svclog.logql.goregexp.classes import (
     MAX_RUNE,
     PERL_GROUPS,
     POSIX_GROUPS,
@@ -28,7 +28,7 @@ from svclog.logql.stages.go_regex_classes import (
     min_fold_rune,
     simple_fold,
 )
-from svclog.logql.stages.go_regex_syntax import (
+from svclog.logql.goregexp.syntax import (
     DOT_NL,
     FOLD_CASE,
     NON_GREEDY,

@@ -1,10 +1,10 @@
 """The tree of Go's regexp/syntax: its nodes, `Simplify()`, and an RE2 spelling of a tree.
 
 The reference decides how to run a regex line or label filter from the shape of the tree Go's
-parser builds (go_regex_parser.py), then simplified here as Go's `Regexp.Simplify` does (counted
+parser builds (parser.py), then simplified here as Go's `Regexp.Simplify` does (counted
 repetitions spelled out). When no literal filter fits, the reference compiles the tree, not the
 pattern's text, so `to_re2` writes the tree back out for RE2: Go's rewrites are not always
-meaning-preserving (see go_regex_alternation.py), and the tree is what the reference matches.
+meaning-preserving (see alternation.py), and the tree is what the reference matches.
 """
 
 from __future__ import annotations

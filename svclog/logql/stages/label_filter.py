@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.logql import ast
+from svclog.logql.goregexp.syntax import GoRegexError
 from svclog.logql.stages import convert
 from svclog.logql.stages.batch import (
     ERR_LABEL_FILTER,
@@ -28,7 +29,6 @@ from svclog.logql.stages.batch import (
     ERROR_LABEL,
     LogBatch,
 )
-from svclog.logql.stages.go_regex_syntax import GoRegexError
 from svclog.logql.stages.ip import ip_mask, parse_ip_pattern
 from svclog.logql.stages.regex_filter import Filter, check_regex, check_regexes, filter_mask, regex_filter
 from svclog.model import Matcher, MatchType, ParseError

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.logql import ast
+from svclog.logql.goregexp.syntax import GoRegexError
 from svclog.logql.stages.batch import LogBatch
-from svclog.logql.stages.go_regex_syntax import GoRegexError
 from svclog.logql.stages.ip import ip_mask, parse_ip_pattern
 from svclog.logql.stages.pattern_parser import Pattern, pattern_line_mask
 from svclog.logql.stages.regex_filter import (

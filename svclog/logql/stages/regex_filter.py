@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from svclog.logql.stages.go_regex_classes import go_to_lower
-from svclog.logql.stages.go_regex_parser import parse_perl
-from svclog.logql.stages.go_regex_syntax import FOLD_CASE, Node, Op, to_re2
+from svclog.logql.goregexp.classes import go_to_lower
+from svclog.logql.goregexp.parser import parse_perl
+from svclog.logql.goregexp.syntax import FOLD_CASE, Node, Op, to_re2
 from svclog.model import ParseError, compile_go_regexp
 
 # ---------------------------------------------------------------- the filters

@@ -7,8 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from svclog.chunk.regex_literals import required_literals
-from svclog.logql.stages.go_regex_parser import parse_perl
-from svclog.logql.stages.go_regex_syntax import FOLD_CASE, GoRegexError, Node, Op, to_re2
+from svclog.logql.goregexp.parser import parse_perl
+from svclog.logql.goregexp.syntax import FOLD_CASE, GoRegexError, Node, Op, to_re2
 from svclog.logql.stages.regex_filter import (
     ALWAYS,
     Contains,
