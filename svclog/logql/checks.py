@@ -14,6 +14,7 @@ from typing import cast
 from lark.exceptions import UnexpectedInput
 
 from svclog.logql import ast
+from svclog.logql.goregexp import GoRegexError, parse_perl
 from svclog.model import Matcher, MatchType, ParseError, compile_go_regexp, is_valid_label_name
 
 EMPTY_MATCHERS_ERROR = (
@@ -147,6 +148,13 @@ def parse_go_float(text: str) -> float:
 
 
 def make_matcher(name: str, op: MatchType, value: str) -> Matcher:
+    if op in (MatchType.RE, MatchType.NRE):
+        # the reference's matcher parses the value alone (then anchors it): its error shows the
+        # value, and `a)|(b`, valid only inside ^(?s:...)$, is an error
+        try:
+            parse_perl(value)
+        except GoRegexError as err:
+            raise fail(str(err)) from None
     try:
         return Matcher(name, op, value)
     except ParseError as err:

@@ -31,7 +31,11 @@ def _push(svc, lines: list[str], now: int) -> None:
 @pytest.mark.parametrize(
     "query, message",
     [
-        ('{app="api"} |= ip("300.0.0.1")', 'ip: invalid pattern: "300.0.0.1"'),
+        # the reference names the line filter stage that failed to build
+        (
+            '{app="api"} |= ip("300.0.0.1")',
+            'parse error : stage \'|= ip("300.0.0.1")\' : ip: invalid pattern: "300.0.0.1"',
+        ),
         ('{app="api"} | line_format "{{.a"', None),
     ],
 )

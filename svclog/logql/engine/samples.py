@@ -51,10 +51,10 @@ def leading_line_filters(query: ast.LogQuery) -> tuple[ast.LineFilter, ...]:
 def remaining_stages(query: ast.LogQuery, source: LogSource) -> tuple[ast.Stage, ...]:
     """The pipeline the engine still has to run: a source that declares `applies_line_filters`
     has already dropped what the leading line filters would (running them twice costs a scan)."""
+    # validated here, whoever runs them: a bad regex is a 400, reported for the whole query's runs
+    sb.check_line_filters(query.stages)
     if getattr(source, "applies_line_filters", False):
-        leading = leading_line_filters(query)
-        sb.build_pipeline(leading)  # still validated here: a bad regex is a 400, whoever runs it
-        return query.stages[len(leading) :]
+        return query.stages[len(leading_line_filters(query)) :]
     return query.stages
 
 

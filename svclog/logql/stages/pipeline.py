@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from svclog.gocompat.strconv import quote as go_quote
 from svclog.logql import ast
 from svclog.logql.stages.batch import ERROR_DETAILS_LABEL, ERROR_LABEL, LogBatch
 from svclog.logql.stages.decolorize import DecolorizeStage
@@ -75,6 +76,7 @@ class Pipeline:
 def build_pipeline(stages: tuple[ast.Stage, ...], parser_labels: frozenset[str] | None = None) -> Pipeline:
     """`parser_labels` (the engine's hints): the labels the query's parser must extract, the
     rest of each line's keys being unobservable in the answer; None extracts everything."""
+    check_line_filters(stages)
     if parser_labels is None:
         processors = [build_stage(stage) for stage in stages]
     else:
@@ -83,6 +85,39 @@ def build_pipeline(stages: tuple[ast.Stage, ...], parser_labels: frozenset[str] 
             for stage in stages
         ]
     return Pipeline(_filters_before_parsers(stages, processors))
+
+
+def check_line_filters(stages: tuple[ast.Stage, ...]) -> None:
+    """Build the line filters first, naming the failing one as the reference does: it runs each
+    run of line filters (up to a label filter, line_format or unpack) as one stage, first."""
+    for chain in _line_filter_chains(stages):
+        # the reference builds a run from its last filter back, a negated `or` being separate
+        # filters, a positive one read left to right: the first error found that way is reported
+        for node in reversed(chain):
+            for value in reversed(node.values) if node.op.startswith("!") else node.values:
+                try:
+                    LineFilterStage(ast.LineFilter(node.op, (value,)))
+                except ParseError as err:
+                    text = " ".join(_line_filter_text(node) for node in chain)
+                    raise ParseError(f"parse error : stage '{text}' : {err.message}") from None
+
+
+def _line_filter_chains(stages: tuple[ast.Stage, ...]) -> list[list[ast.LineFilter]]:
+    chains: list[list[ast.LineFilter]] = [[]]
+    for stage in stages:
+        if isinstance(stage, ast.LineFilter):
+            chains[-1].append(stage)
+        elif isinstance(stage, (ast.LabelFilter, ast.LineFormat, ast.UnpackParser)):
+            chains.append([])
+    return [chain for chain in chains if chain]
+
+
+def _line_filter_text(node: ast.LineFilter) -> str:
+    """The reference's spelling: `|= "a" or "b"`, but `!= "a" != "b"` for a negated `or`."""
+    values = [f"ip({go_quote(v.value)})" if v.ip else go_quote(v.value) for v in node.values]
+    if node.op.startswith("!"):
+        return " ".join(f"{node.op} {value}" for value in values)
+    return f"{node.op} " + " or ".join(values)
 
 
 def _filters_before_parsers(stages: tuple[ast.Stage, ...], processors: list[StageProcessor]) -> list[StageProcessor]:
