@@ -79,8 +79,9 @@ class ChunkLayout:
     """What a reader needs to choose blocks: each block's time bounds and the token index
     (decoded on first use: a read without line filters never needs it)."""
 
-    def __init__(self, bounds: tuple[tuple[int, int] | None, ...], index_bytes: bytes | None):
+    def __init__(self, bounds: tuple[tuple[int, int] | None, ...], index_bytes: bytes | None, ascending: bool = False):
         self.bounds = bounds  # per block, None when the writer kept none
+        self.ascending = ascending  # the writer says every block's timestamps ascend
         self._index_bytes = index_bytes
         self._index: TokenIndex | None = None
         self._decoded = index_bytes is None
@@ -97,10 +98,11 @@ class ChunkLayout:
 
     @classmethod
     def read(cls, reader: pa.ipc.RecordBatchFileReader) -> ChunkLayout:
-        listed = json.loads((reader.schema.metadata or {}).get(b"blocks", b"[]"))
+        metadata = reader.schema.metadata or {}
+        listed = json.loads(metadata.get(b"blocks", b"[]"))
         count = reader.num_record_batches
         bounds = tuple((int(listed[i][0]), int(listed[i][1])) if i < len(listed) else None for i in range(count))
-        return cls(bounds, (reader.metadata or {}).get(FOOTER_KEY))
+        return cls(bounds, (reader.metadata or {}).get(FOOTER_KEY), metadata.get(b"ascending") == b"1")
 
 
 def chunk_layout(data: bytes | pa.Buffer) -> ChunkLayout:
@@ -114,7 +116,9 @@ def encode_chunk(
     table = table.select(["ts", "line", "metadata"]).cast(CHUNK_SCHEMA)
     batches = split_blocks(table, block_bytes)
     bounds = [[int(b.column(0)[0].as_py()), int(b.column(0)[-1].as_py())] for b in batches if b.num_rows]
-    schema = CHUNK_SCHEMA.with_metadata({"blocks": json.dumps(bounds)})
+    # the table is sorted (every writer passes one through sort_dedupe): readers may slice blocks by
+    # binary search without checking each block's order first (chunks written before say nothing)
+    schema = CHUNK_SCHEMA.with_metadata({"blocks": json.dumps(bounds), "ascending": "1"})
     sink = pa.BufferOutputStream()
     options = pa.ipc.IpcWriteOptions(compression=_ipc_codec(encoding))
     # in the footer only (the schema's metadata is written twice, at the start and in the footer)
@@ -182,7 +186,10 @@ def decode_chunk(
     if not wanted:
         return _EMPTY
     reader = reader if reader is not None else _open(data)
-    batches = [in_range(reader.get_batch(position), layout.bounds[position], start, end) for position in wanted]
+    batches = [
+        in_range(reader.get_batch(position), layout.bounds[position], start, end, layout.ascending)
+        for position in wanted
+    ]
     batches = [batch for batch in batches if batch.num_rows]
     if not batches:
         return _EMPTY
@@ -194,17 +201,22 @@ def decode_chunk(
 
 
 def in_range(
-    batch: pa.RecordBatch, bounds: tuple[int, int] | None, start: int | None, end: int | None
+    batch: pa.RecordBatch,
+    bounds: tuple[int, int] | None,
+    start: int | None,
+    end: int | None,
+    ascending: bool = False,
 ) -> pa.RecordBatch:
     """The block's rows with start <= ts < end: the block itself when all are, else a zero-copy
-    slice (a block's timestamps ascend), or a filter when they do not ascend."""
+    slice (a block's timestamps ascend), or a filter when they do not ascend (`ascending`: the
+    writer says they do, so that is not checked)."""
     if bounds is not None and bounds[0] <= bounds[1]:  # first and last ts: the writer sorted the block
         if (start is None or bounds[0] >= start) and (end is None or bounds[1] < end):
             return batch
     elif start is None and end is None:
         return batch
     ts = batch.column(0).to_numpy()
-    if len(ts) > 1 and bool(np.any(ts[1:] < ts[:-1])):  # written by something that did not sort
+    if not ascending and len(ts) > 1 and bool(np.any(ts[1:] < ts[:-1])):  # written by something that did not sort
         keep = np.ones(len(ts), dtype=bool)
         if start is not None:
             keep &= ts >= start

@@ -58,7 +58,7 @@ class PackedBlock:
     def window(self, start: int, end: int) -> pa.RecordBatch:
         """The block's entries with start <= ts < end, decoded."""
         bounds = (self.min_ts, self.max_ts) if self.ascending else None
-        return in_range(self.batch(), bounds, start, end)
+        return in_range(self.batch(), bounds, start, end, self.ascending)
 
 
 def pack_table(table: pa.Table, block_bytes: int) -> tuple[PackedBlock, ...]:

@@ -95,3 +95,17 @@ def test_head_block_tracks_bounds_and_seals_sorted():
     assert chunk.table.column("ts").to_pylist() == [10, 20, 30]
     assert chunk.table.column("metadata").to_pylist()[1] == [("k", "v")]
     assert (chunk.min_ts, chunk.max_ts) == (10, 30)
+
+
+def test_chunks_say_their_blocks_ascend_and_older_ones_are_checked():
+    table = sort_dedupe(
+        pa.table(
+            {"ts": [5, 1, 3, 2, 4], "line": list("abcde"), "metadata": pa.nulls(5, METADATA_TYPE)},
+        )
+    )
+    data = encode_chunk(table, block_bytes=2)
+    assert chunk_layout(data).ascending  # every writer sorts: readers slice by binary search
+    legacy = ChunkLayout(chunk_layout(data).bounds, None)  # a chunk written before the flag: checked
+    assert not legacy.ascending
+    for layout in (chunk_layout(data), legacy):
+        assert decode_chunk(data, 2, 5, layout=layout).ts.to_pylist() == [2, 3, 4]
