@@ -16,7 +16,7 @@ from svclog.logql.engine import binops, functions, vector_agg
 from svclog.logql.engine.avg_split import split_avg_over_time
 from svclog.logql.engine.grouping import group_labels
 from svclog.logql.engine.guard import QueryGuard
-from svclog.logql.engine.hints import ErrorPolicy, error_policies, series_label_hints
+from svclog.logql.engine.hints import ErrorPolicy, error_policies, required_labels, series_label_hints
 from svclog.logql.engine.logs import evaluate_logs
 from svclog.logql.engine.params import QueryParams, step_times, validate
 from svclog.logql.engine.range_agg import LOG_OPS, UNWRAP_OPS, windows
@@ -45,6 +45,7 @@ class EvalContext:
     guard: QueryGuard = field(default_factory=QueryGuard)
     caps: dict[int, SeriesCap] = field(default_factory=dict)  # range aggregations whose groups are the answer
     error_policies: dict[int, ErrorPolicy] = field(default_factory=dict)  # see hints.py
+    required_labels: dict[int, frozenset[str]] = field(default_factory=dict)  # see hints.py
 
 
 def evaluate(
@@ -72,6 +73,7 @@ def evaluate(
         guard,
         _series_caps(expr, params, max_series),
         error_policies(expr),
+        required_labels(expr),
     )
     value = eval_sample(expr, ctx)
     if isinstance(value, SeriesSet):
@@ -169,6 +171,7 @@ def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSe
         keep=ctx.label_hints.get(id(node)),
         guard=ctx.guard,
         cap=ctx.caps.get(id(node)),
+        required=ctx.required_labels.get(id(node)),
     )
     # absent_over_time too fails on an error label it sees (the reference checks before answering)
     _check_errors(samples, ctx.error_policies.get(id(node), ErrorPolicy()), ends, log_range.range)

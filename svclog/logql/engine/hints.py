@@ -24,6 +24,7 @@ ADDITIVE_OPS = frozenset({"count_over_time", "rate", "bytes_over_time", "bytes_r
 HINTED_PARSERS = (ast.LogfmtParser, ast.JsonParser)
 ALL_PARSERS = (ast.LogfmtParser, ast.JsonParser, ast.RegexpParser, ast.PatternParser, ast.UnpackParser)
 ERROR_LABELS = frozenset({"__error__", "__error_details__"})
+EXTRACTED_SUFFIX = "_extracted"
 # The errors the reference's parsers mark as wanted (`__preserve_error__`) when the query reads `__error__`
 PARSER_ERRORS = frozenset({"JSONParserErr", "LogfmtParserErr"})
 
@@ -50,12 +51,7 @@ class ErrorPolicy:
 
 def error_policies(expr: object) -> dict[int, ErrorPolicy]:
     """id(range aggregation node) -> its ErrorPolicy (absent: every error fails the query)."""
-    enclosing: dict[int, ast.Grouping] = {}
-    for node in ast.walk(expr):
-        if isinstance(node, ast.VectorAggregation) and node.op == "sum":
-            inner = node.expr
-            if isinstance(inner, ast.RangeAggregation) and inner.grouping is None and inner.op in ADDITIVE_OPS:
-                enclosing[id(inner)] = node.grouping or ast.Grouping(without=False, labels=())
+    enclosing = _enclosing_sum_groupings(expr)
     policies: dict[int, ErrorPolicy] = {}
     for node in ast.walk(expr):
         if not isinstance(node, ast.RangeAggregation):
@@ -71,6 +67,45 @@ def error_policies(expr: object) -> dict[int, ErrorPolicy]:
             observed = read | set(grouping.labels)
             policies[id(node)] = ErrorPolicy(keep_parser_errors="__error__" in observed)
     return policies
+
+
+def required_labels(expr: object) -> dict[int, frozenset[str]]:
+    """id(range aggregation node) -> the labels the reference's parsers are told are required,
+    where it tells them: with a `by (...)` grouping (own, or an enclosing sum's for additive ops)
+    the grouping plus what the stages and unwrap read; with nothing observable (`by ()`,
+    absent_over_time) what they read. Once an entry has all of them parsed, later parsers
+    skip it (stages.pipeline.SkipWhenExtracted): `| logfmt | json` under `sum by (level)` runs
+    json only on the entries logfmt found no level in."""
+    enclosing = _enclosing_sum_groupings(expr)
+    required: dict[int, frozenset[str]] = {}
+    for node in ast.walk(expr):
+        if not isinstance(node, ast.RangeAggregation):
+            continue
+        grouping = node.grouping if node.grouping is not None else enclosing.get(id(node))
+        absent = node.op == "absent_over_time"
+        no_labels = absent or (grouping is not None and not grouping.without and not grouping.labels)
+        if not no_labels and (grouping is None or grouping.without):
+            continue
+        names = _read_labels(node.range, line_format=not absent)
+        if not no_labels and grouping is not None:
+            names |= set(grouping.labels)
+        # a required `x_extracted` is also asked for as `x`, the key it is parsed from
+        names |= {name[: -len(EXTRACTED_SUFFIX)] for name in names if name.endswith(EXTRACTED_SUFFIX)}
+        if names:
+            required[id(node)] = frozenset(names)
+    return required
+
+
+def _enclosing_sum_groupings(expr: object) -> dict[int, ast.Grouping]:
+    """id(range aggregation) -> the grouping of the `sum` right around it, when the reference
+    hands that grouping down (an additive op without a grouping of its own)."""
+    enclosing: dict[int, ast.Grouping] = {}
+    for node in ast.walk(expr):
+        if isinstance(node, ast.VectorAggregation) and node.op == "sum":
+            inner = node.expr
+            if isinstance(inner, ast.RangeAggregation) and inner.grouping is None and inner.op in ADDITIVE_OPS:
+                enclosing[id(inner)] = node.grouping or ast.Grouping(without=False, labels=())
+    return enclosing
 
 
 def _read_labels(log_range: ast.LogRange, line_format: bool = True) -> set[str]:

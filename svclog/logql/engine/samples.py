@@ -90,12 +90,14 @@ def select_samples(
     keep: frozenset[str] | None = None,
     guard: QueryGuard | None = None,
     cap: SeriesCap | None = None,
+    required: frozenset[str] | None = None,
 ) -> list[SampleSeries]:
     """Samples of every series of `log_range` with timestamps in [start, end).
 
     `keep` (hints.series_label_hints): the only labels the caller's answer depends on; series
     then carry just those (plus errors), and the parser extracts only what is kept or read.
-    `guard` is checked per block and charged with what the samples hold; `cap` see SeriesCap."""
+    `guard` is checked per block and charged with what the samples hold; `cap` see SeriesCap.
+    `required` (hints.required_labels): the labels the reference's parsers are told are required."""
     guard = guard if guard is not None else QueryGuard()
     capped: set[Labels] = set()
     query = log_range.query
@@ -104,7 +106,7 @@ def select_samples(
     )
     extract = parser_labels(log_range, keep) if keep is not None else None
     stages = remaining_stages(query, source)
-    pipeline = sb.build_pipeline(stages, parser_labels=extract)
+    pipeline = sb.build_pipeline(stages, parser_labels=extract, required=required)
     run_blocks = block_workers.in_order if worth_helpers(stages, log_range.unwrap) else _inline
     parts: dict[Labels, list[tuple[np.ndarray, np.ndarray]]] = {}
 
@@ -178,6 +180,9 @@ def _project(batch: LogBatch, keep: frozenset[str]) -> None:
         return
     for name in [n for n in batch.labels if n not in keep]:
         del batch.labels[name]
+    # the reference's grouping leaves out a label a stage deleted, even if set again later
+    for name in keep & batch.deleted.keys():
+        batch.set_label(name, pc.if_else(batch.deleted[name], pa.scalar(None, pa.string()), batch.label(name)))
 
 
 def _merge(labels: Labels, chunks: list[tuple[np.ndarray, np.ndarray]]) -> SampleSeries:

@@ -14,6 +14,11 @@ label_format rename or template replaced structured metadata or a stream label o
 some entries only): a boolean per entry,
 true where a parser/formatter wrote the value. Without an entry there, every value
 of a `parsed` column is parsed. The categorize-labels encoding reads these.
+`extracted` is, per label, where a parser or formatter ever set it, even if a later stage
+dropped or renamed it: the reference's parsers skip such a label (and skip the entry when
+all the labels the query requires are among them). `deleted` is, per label, where drop,
+keep or a label_format rename deleted it: a `by` grouping of the reference's sample
+extractor leaves such a label out even if a later stage set it again.
 
 `__error__` and `__error_details__` live in `labels` like any other column.
 """
@@ -56,6 +61,8 @@ class LogBatch:
     metadata_names: frozenset[str] = frozenset()
     parsed: frozenset[str] = frozenset()
     parsed_rows: dict[str, pa.Array] = field(default_factory=dict)
+    extracted: dict[str, pa.Array] = field(default_factory=dict)
+    deleted: dict[str, pa.Array] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.origin is _STREAM_AT_START:
@@ -82,6 +89,8 @@ class LogBatch:
             metadata_names=self.metadata_names,
             parsed=self.parsed,
             parsed_rows={k: fn(v) for k, v in self.parsed_rows.items()},
+            extracted={k: fn(v) for k, v in self.extracted.items()},
+            deleted={k: fn(v) for k, v in self.deleted.items()},
         )
 
     def label(self, name: str) -> pa.Array:
@@ -116,22 +125,35 @@ class LogBatch:
             self.set_label(name, pc.coalesce(values, old))
             self.mark_parsed(name, pc.is_valid(values))
 
-    def set_parser_label(self, name: str, values: pa.Array) -> None:
+    def set_parser_label(self, name: str, values: pa.Array, *, keep_parsed: bool = False) -> None:
         """A parser's values for label `name`, as the reference's parsers name them.
 
         The caller has already renamed a key that is an original stream label to
         `<key>_extracted`; here an entry holding `name` as structured metadata gets
         the value under `<name>_extracted` too, so the metadata stays as it is.
+        `keep_parsed`: a plain parser (json, logfmt, regexp, pattern, unpack without
+        parameters) leaves an entry's label alone where a parser or label_format already
+        set it, as the reference's parsers skip a key it records as extracted.
         """
         held = None
         if not (name.endswith(EXTRACTED_SUFFIX) and name[: -len(EXTRACTED_SUFFIX)] in self.origin):
             held = self.metadata_rows(name)
         if held is None:
-            self.set_parsed(name, values)
+            self.set_parsed(name, self._unparsed(name, values) if keep_parsed else values)
             return
         absent = pa.scalar(None, pa.string())
-        self.set_parsed(name + EXTRACTED_SUFFIX, pc.if_else(held, values, absent))
-        self.set_parsed(name, pc.if_else(held, absent, values))
+        for target, part in (
+            (name + EXTRACTED_SUFFIX, pc.if_else(held, values, absent)),
+            (name, pc.if_else(held, absent, values)),
+        ):
+            self.set_parsed(target, self._unparsed(target, part) if keep_parsed else part)
+
+    def _unparsed(self, name: str, values: pa.Array) -> pa.Array:
+        """`values` without the entries where a parser or formatter set `name` already."""
+        extracted = self.extracted.get(name)
+        if extracted is None:
+            return values
+        return pc.if_else(extracted, pa.scalar(None, pa.string()), values)
 
     def metadata_rows(self, name: str) -> pa.Array | None:
         """Where an entry holds `name` as structured metadata (None: no entry does)."""
@@ -150,6 +172,9 @@ class LogBatch:
 
     def mark_parsed(self, name: str, rows: pa.Array | None = None) -> None:
         """Record that a parser/formatter wrote `name` on `rows` (None: on every entry holding it)."""
+        written = pc.is_valid(self.label(name)) if rows is None else pc.fill_null(rows, False)
+        before = self.extracted.get(name)
+        self.extracted[name] = written if before is None else pc.or_(before, written)
         if rows is None:
             self.parsed_rows.pop(name, None)
         elif name in self.parsed_rows:
@@ -157,6 +182,12 @@ class LogBatch:
         elif name not in self.parsed:  # a parsed column without rows is parsed throughout already
             self.parsed_rows[name] = pc.fill_null(rows, False)
         self.parsed = self.parsed | {name}
+
+    def record_deleted(self, name: str, rows: pa.Array) -> None:
+        """A stage (drop, keep, a label_format rename's source) deleted `name` on `rows`."""
+        rows = pc.fill_null(rows, False)
+        before = self.deleted.get(name)
+        self.deleted[name] = rows if before is None else pc.or_(before, rows)
 
     def drop_label(self, name: str) -> None:
         self.labels.pop(name, None)

@@ -28,6 +28,7 @@ def _check(items: tuple[ast.DropKeepItem, ...]) -> None:
 
 
 def _remove_where(batch: LogBatch, name: str, mask: pa.Array) -> None:
+    batch.record_deleted(name, mask)
     if not batch.has_label(name):
         return
     if pc.all(pc.fill_null(mask, False)).as_py():
@@ -44,6 +45,7 @@ class DropStage:
     def process(self, batch: LogBatch) -> LogBatch:
         for item in self.items:
             if item.matcher is None:
+                batch.record_deleted(item.name, pc.is_valid(batch.label(item.name)))
                 batch.drop_label(item.name)
                 continue
             name = item.matcher.name
@@ -67,5 +69,5 @@ class KeepStage:
             for item in self.items:
                 if item.matcher is not None and item.matcher.name == name:
                     keep = pc.or_(keep, matcher_mask(item.matcher, batch.label(name)))
-            _remove_where(batch, name, pc.invert(keep))
+            _remove_where(batch, name, pc.and_(pc.invert(keep), pc.is_valid(batch.label(name))))
         return batch

@@ -225,7 +225,7 @@ class JsonParserStage:
             if not name:
                 continue
             target = name + EXTRACTED_SUFFIX if name in batch.origin else name
-            batch.set_parser_label(target, pa.array(values, pa.string()))
+            batch.set_parser_label(target, pa.array(values, pa.string()), keep_parsed=True)
         err = pa.array(errors, pa.string())
         set_error(batch, pa.array([e is not None for e in errors]), ERR_JSON, err)
         return batch

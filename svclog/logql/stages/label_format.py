@@ -61,3 +61,4 @@ def _rename(batch: LogBatch, dst: str, src: str) -> None:
     batch.mark_parsed(dst, present)
     # Renaming a label onto itself deletes it, as the reference's set-then-delete does.
     batch.set_label(src, pc.if_else(present, pa.scalar(None, pa.string()), batch.label(src)))
+    batch.record_deleted(src, present)

@@ -202,7 +202,7 @@ class LogfmtParserStage:
         for name, _ in wanted:
             values = columns.get(name)
             if values is not None and values.null_count < len(values):
-                batch.set_parser_label(name, values)
+                batch.set_parser_label(name, values, keep_parsed=not self.params)
         return batch
 
     def _read_exactly(self, line: pa.Array, names: list[str], origin: Labels) -> dict[str, pa.Array]:
@@ -266,7 +266,7 @@ class LogfmtParserStage:
             if name in self.params and name not in origin:
                 column = _default_empty(batch, name, column)
             if column.null_count < n:
-                batch.set_parser_label(name, column)
+                batch.set_parser_label(name, column, keep_parsed=not self.params)
         err = pa.array(errors, pa.string())
         set_error(batch, pa.array([e is not None for e in errors]), ERR_LOGFMT, err)
         return batch

@@ -120,5 +120,5 @@ class PatternParserStage:
                 columns[j][row] = value
         for name, values in zip(names, columns):
             target = name + EXTRACTED_SUFFIX if name in batch.origin else name
-            batch.set_parser_label(target, pa.array(values, pa.string()))
+            batch.set_parser_label(target, pa.array(values, pa.string()), keep_parsed=True)
         return batch

@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from svclog.gocompat.strconv import quote as go_quote
 from svclog.logql import ast
 from svclog.logql.stages.batch import ERROR_DETAILS_LABEL, ERROR_LABEL, LogBatch
@@ -73,9 +76,15 @@ class Pipeline:
         return batch
 
 
-def build_pipeline(stages: tuple[ast.Stage, ...], parser_labels: frozenset[str] | None = None) -> Pipeline:
+def build_pipeline(
+    stages: tuple[ast.Stage, ...],
+    parser_labels: frozenset[str] | None = None,
+    required: frozenset[str] | None = None,
+) -> Pipeline:
     """`parser_labels` (the engine's hints): the labels the query's parser must extract, the
-    rest of each line's keys being unobservable in the answer; None extracts everything."""
+    rest of each line's keys being unobservable in the answer; None extracts everything.
+    `required`: the labels the reference tells its parsers are required (engine/hints.py
+    required_labels); a parser then skips the entries that have them all parsed already."""
     check_line_filters(stages)
     if parser_labels is None:
         processors = [build_stage(stage) for stage in stages]
@@ -84,7 +93,69 @@ def build_pipeline(stages: tuple[ast.Stage, ...], parser_labels: frozenset[str] 
             _HINTED[type(stage)](stage, only=parser_labels) if type(stage) in _HINTED else build_stage(stage)
             for stage in stages
         ]
+    if required:
+        processors = [
+            SkipWhenExtracted(processor, required) if isinstance(stage, _PARSERS) else processor
+            for stage, processor in zip(stages, processors)
+        ]
     return Pipeline(_filters_before_parsers(stages, processors))
+
+
+_PARSERS = (ast.JsonParser, ast.LogfmtParser, ast.RegexpParser, ast.PatternParser, ast.UnpackParser)
+
+
+class SkipWhenExtracted:
+    """A parser that leaves alone the entries whose required labels are all parsed already.
+
+    The reference's parsers return at once when every required label has been extracted (by
+    an earlier parser or label_format) for the line: no labels, no parse error. The parser runs
+    on the whole batch and the skipped entries get back what they had (labels, line, which
+    labels count as parsed)."""
+
+    def __init__(self, parser: StageProcessor, required: frozenset[str]):
+        self.parser = parser
+        self.required = sorted(required)
+
+    def process(self, batch: LogBatch) -> LogBatch:
+        skip = self._all_extracted(batch)
+        if skip is None:
+            return self.parser.process(batch)
+        if pc.all(skip).as_py():
+            return batch
+        labels, stream, line = dict(batch.labels), batch.stream, batch.line
+        parsed_rows = {name: _rows(batch, name) for name in batch.parsed}
+        extracted = dict(batch.extracted)
+        batch = self.parser.process(batch)
+        for name, column in list(batch.labels.items()):
+            old = labels.get(name)
+            if old is None:
+                value = stream.get(name)
+                old = pa.nulls(len(column), pa.string()) if value is None else pa.repeat(pa.scalar(value), len(column))
+            batch.labels[name] = pc.if_else(skip, old, column)
+        batch.line = pc.if_else(skip, line, batch.line)
+        nothing = pa.repeat(pa.scalar(False), len(skip))
+        for name in batch.parsed:
+            batch.parsed_rows[name] = pc.if_else(skip, parsed_rows.get(name, nothing), _rows(batch, name))
+        for name, rows in list(batch.extracted.items()):
+            batch.extracted[name] = pc.if_else(skip, extracted.get(name, nothing), rows)
+        return batch
+
+    def _all_extracted(self, batch: LogBatch) -> pa.Array | None:
+        """Where every required label has been set by a parser or formatter (None: on no entry)."""
+        skip = None
+        for name in self.required:
+            extracted = batch.extracted.get(name)
+            if extracted is None:
+                return None
+            skip = extracted if skip is None else pc.and_(skip, extracted)
+        return skip
+
+
+def _rows(batch: LogBatch, name: str) -> pa.Array:
+    """Where a parser or formatter wrote the current value of `name`."""
+    valid = pc.is_valid(batch.label(name))
+    rows = batch.parsed_rows.get(name)
+    return valid if rows is None else pc.and_(valid, rows)
 
 
 def check_line_filters(stages: tuple[ast.Stage, ...]) -> None:

@@ -81,5 +81,5 @@ class RegexpParserStage:
         for name in self.names:
             values = pc.if_else(matched, pc.struct_field(found, name), pa.scalar(None, pa.string()))
             key = sanitize_key(name)
-            batch.set_parser_label(key + EXTRACTED_SUFFIX if key in batch.origin else key, values)
+            batch.set_parser_label(key + EXTRACTED_SUFFIX if key in batch.origin else key, values, keep_parsed=True)
         return batch

@@ -79,7 +79,7 @@ class UnpackStage:
                 col[row] = value
         for name, values in columns.items():
             if name:
-                batch.set_parser_label(name, pa.array(values, pa.string()))
+                batch.set_parser_label(name, pa.array(values, pa.string()), keep_parsed=True)
         batch.line = pa.array(new_lines, pa.string())
         set_error(batch, pa.array([e is not None for e in errors]), ERR_JSON, pa.array(errors, pa.string()))
         return batch
