@@ -16,7 +16,7 @@ from svclog.actors.backend_host import HostedPart, RemoteBackendHost
 from svclog.actors.compactor_actor import CompactorActor, RemoteCompactor
 from svclog.actors.head import NO_FALLBACK_PROXY, SERVE_CONTROLLER_CALLBACK, lean_local_head, serve_controller_created
 from svclog.actors.indexgateway_actor import RemoteIndexGateway
-from svclog.actors.ingester_actor import TAIL_GROUP, TAIL_GROUP_THREADS, IngesterActor, RemoteIngester
+from svclog.actors.ingester_actor import RemoteIngester
 from svclog.actors.options import (
     COMPACTOR_NAME,
     NAMESPACE,
@@ -28,9 +28,9 @@ from svclog.actors.options import (
     index_gateway_name,
     index_gateway_options,
     index_gateway_ring_options,
-    ingester_name,
     ingester_options,
     pattern_ingester_options,
+    querier_name,
     querier_options,
     ring_options,
     ruler_name,
@@ -38,7 +38,7 @@ from svclog.actors.options import (
     ruler_ring_options,
 )
 from svclog.actors.pattern_actor import PatternActor, RemotePatternIngester
-from svclog.actors.querier_actor import RemoteQuerier
+from svclog.actors.querier_actor import QuerierActor, RemoteQuerier
 from svclog.actors.registry import HostedRole
 from svclog.actors.ring_actor import RemoteRing, RingActor
 from svclog.actors.ruler_actor import RemoteRuler, RulerActor
@@ -139,26 +139,30 @@ def start(cfg: Config, host_gateway: bool = False) -> dict:
     http = BackgroundCall(start_http_entry, cfg) if holder is not None and single_gateway(cfg) and not direct else None
     wanted = targets.components(cfg.targets())
     name, prefix = targets.app_name_and_prefix(cfg.targets())
-    ingesters, queriers, backends = [], [], []
+    # handles of different actor classes, or of parts of the backend host (registry.HostedRole)
+    ingesters: list[Any] = []
+    queriers: list[Any] = []
+    backends: list[Any] = []
     if hosts_backend(cfg):
         # not waited on here: an ingester's first ring lookup waits for the host, so the rest
         # start side by side with it
         parts = backend_parts(cfg, wanted)
         # Ray types `.remote()` as `ActorHandle[T] | type[T]`, and the two actors differ: a handle
-        ring: Any = RemoteBackendHost.options(**backend_host_options(sum(p.num_cpus for p in parts))).remote(parts)
+        options = backend_host_options(sum(p.num_cpus for p in parts), querier=hosts_querier(cfg, wanted))
+        ring: Any = RemoteBackendHost.options(**options).remote(parts)
     else:
         ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
         ray.get(ring.snapshot.remote())
-    if hosts_ingester(cfg, wanted):
-        ingesters = [HostedRole(ring, ingester_name(0))]
-    elif "ingester" in wanted:
+    if "ingester" in wanted:
         ingesters = [
             RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(cfg, f"ingester-{i}")
             for i in range(num_ingesters(cfg))
         ]
     if not hosts_backend(cfg):
         backends = start_backends(cfg, wanted)  # before the queriers, which look up the scheduler
-    if "querier" in wanted:
+    if hosts_querier(cfg, wanted):
+        queriers = [HostedRole(ring, querier_name(0))]
+    elif "querier" in wanted:
         queriers = [
             RemoteQuerier.options(**querier_options(i, cfg.ray.querier_num_cpus, cfg.querier.max_concurrent)).remote(
                 cfg, f"querier-{i}"
@@ -292,29 +296,28 @@ def backend_parts(cfg: Config, wanted: frozenset[str] | set[str]) -> list[Hosted
                 num_cpus=options["num_cpus"],
             )
         )
-    if hosts_ingester(cfg, wanted):
-        # last and built after the host is up: joining the ring calls the ring part
+    if hosts_querier(cfg, wanted):
+        # last and built after the host is up: its pull loops start at once and ask the scheduler part
         parts.append(
             HostedPart(
-                ingester_name(0),
-                IngesterActor,
-                (cfg, ingester_name(0)),
-                threads=ingester_options(0, cfg.ray.ingester_num_cpus)["max_concurrency"],
-                num_cpus=cfg.ray.ingester_num_cpus,
-                kwargs={"hosted": True},
-                groups={TAIL_GROUP: TAIL_GROUP_THREADS},
+                querier_name(0),
+                QuerierActor,
+                (cfg, querier_name(0)),
+                threads=querier_options(0, cfg.ray.querier_num_cpus, cfg.querier.max_concurrent)["max_concurrency"],
+                num_cpus=cfg.ray.querier_num_cpus,
                 deferred=True,
             )
         )
     return parts
 
 
-def hosts_ingester(cfg: Config, wanted: frozenset[str] | set[str]) -> bool:
-    """Does the backend host run the ingester too? On a local start of one ingester it does: a process
-    of its own cost ~150 MB for nothing the ingester needs alone (the host's other parts are idle while
-    pushes and selects run), and its selects' answers then leave from the process the scheduler is in.
-    Killing it kills the backend parts with it; Ray restarts them all, the ingester replays its WAL."""
-    return hosts_backend(cfg) and "ingester" in wanted and num_ingesters(cfg) == 1
+def hosts_querier(cfg: Config, wanted: frozenset[str] | set[str]) -> bool:
+    """Does the backend host run the querier too? On a local start of one querier it does: a process of
+    its own cost ~150 MB, and the host's other parts are light where the querier is busy (the scheduler
+    hands it each sub-query; the pattern ingester mines during pushes, when queriers idle). The ingester
+    keeps its own process: hosting it instead cost ~17% of the ingest rate and doubled the push p99 at
+    1M bench lines, its pushes waiting for the GIL behind the pattern ingester's mining."""
+    return hosts_backend(cfg) and "querier" in wanted and max(1, cfg.ray.num_queriers) == 1
 
 
 def start_backends(cfg: Config, wanted: frozenset[str] | set[str]) -> list:

@@ -192,13 +192,13 @@ def test_a_deferred_part_is_built_after_the_host_and_its_groups_and_cancels_are_
     assert host._parts["ingester-0"].saw_cancel is True
 
 
-def test_a_single_ingester_start_hosts_its_ingester_too(tmp_path):
-    from svclog.launch import hosts_ingester
+def test_a_single_querier_start_hosts_its_querier_too(tmp_path):
+    from svclog.launch import hosts_querier
 
     cfg = load_config(None, [f"-common.path-prefix={tmp_path}"])
-    parts = backend_parts(cfg, {"query-scheduler", "ingester"})
-    assert hosts_ingester(cfg, {"ingester"}) and parts[-1].role == "ingester-0" and parts[-1].deferred
-    assert parts[-1].kwargs == {"hosted": True} and parts[-1].groups
-    two = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.num-ingesters=2"])
-    assert not hosts_ingester(two, {"ingester"})  # replicas keep processes of their own
-    assert [p.role for p in backend_parts(two, {"ingester"})] == ["ring"]
+    parts = backend_parts(cfg, {"query-scheduler", "querier", "ingester"})
+    assert hosts_querier(cfg, {"querier"}) and parts[-1].role == "querier-0" and parts[-1].deferred
+    assert "ingester-0" not in [p.role for p in parts]  # pushes keep a process (and a GIL) of their own
+    two = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.num-queriers=2"])
+    assert not hosts_querier(two, {"querier"})  # several queriers keep processes of their own
+    assert [p.role for p in backend_parts(two, {"querier"})] == ["ring"]

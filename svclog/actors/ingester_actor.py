@@ -46,12 +46,10 @@ def ingester_settings(cfg: Config, instance_id: str) -> IngesterSettings:
 
 
 class IngesterActor:
-    def __init__(self, cfg: Config, instance_id: str, hosted: bool = False):
-        """`hosted`: a part of the backend host (launch.hosts_ingester) rather than an actor of its own."""
+    def __init__(self, cfg: Config, instance_id: str):
         apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         self.cfg = cfg
         self.instance_id = instance_id
-        self.hosted = hosted
         store = ObjectStore(object_store_uri(cfg))
         chunks = ChunkStore(store, encoding=cfg.ingester.chunk_encoding, block_bytes=cfg.ingester.chunk_block_size)
         self._ring_client = RingClient(ttl=5.0)
@@ -67,8 +65,7 @@ class IngesterActor:
         )
         self.lifecycle.join()
         self._loop.start()
-        if not hosted:  # a host's SIGTERM ends every part it runs: its clean stop is launch.stop's
-            _install_signal_hook(self)
+        _install_signal_hook(self)
         freeze_startup_heap()  # a full GC would hold pushes up walking the start-up heap (gc_freeze.py)
 
     def _background(self) -> None:
@@ -171,12 +168,9 @@ class IngesterActor:
         return dataclasses.asdict(report)
 
     def terminate(self) -> None:
-        """End this actor for good (an intentional exit: Ray does not restart it). A hosted ingester
-        stops its own work only: the process is the backend host's, which goes on serving its other parts."""
-        self._stop_background()
+        """End this actor for good (an intentional exit: Ray does not restart it)."""
         self.ingester.close()
-        if not self.hosted:
-            ray.actor.exit_actor()
+        ray.actor.exit_actor()
 
     def set_log_level(self, level: str) -> str:
         return apply_level(level)

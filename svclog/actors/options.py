@@ -242,11 +242,12 @@ def index_gateway_ring_options() -> dict:
     return {**ring_options(), "name": INDEX_GATEWAY_RING_NAME}
 
 
-def backend_host_options(num_cpus: float) -> dict:
+def backend_host_options(num_cpus: float, querier: bool = False) -> dict:
     """The backend host restarts forever like each part it hosts (the ring's members re-register, the
     scheduler's frontends enqueue again); no task retries, as none of its parts had them except the
     ring, whose callers retry on their next heartbeat. Concurrency is the scheduler's: its dequeue
-    long-polls park many calls at once (the blocking parts are bounded by their own thread pools)."""
+    long-polls park many calls at once (the blocking parts are bounded by their own thread pools).
+    A host that runs the querier keeps the querier's Arrow pool (see `arrow_pool_env`)."""
     return {
         "name": BACKEND_HOST_NAME,
         "namespace": NAMESPACE,
@@ -255,5 +256,5 @@ def backend_host_options(num_cpus: float) -> dict:
         "max_task_retries": 0,
         "max_concurrency": 10_000,
         "get_if_exists": True,
-        **arrow_pool_env(),
+        **({} if querier else arrow_pool_env()),
     }
