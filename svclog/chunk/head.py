@@ -136,7 +136,8 @@ class SealedChunk:
 
 class PendingChunk(SealedChunk):
     """A head cut on the append that filled it, sealed (joined, sorted, de-duplicated, packed again)
-    when first read: by the flush's upload, outside the ingester's lock, or by a select.
+    when first read, outside the ingester's lock: by the ingester's packer thread soon after the
+    cut, or earlier by the flush's upload or a select.
 
     Sealing on append held the lock for every head one push filled (~2-20 ms each, several
     at once when streams grow alike) and the push that filled them waited for all of it. The
@@ -207,7 +208,7 @@ class HeadBlock:
 
     Python lists of strings cost several times the raw bytes; Arrow buffers cost the bytes, and a
     packed block about a third of them. The open part is packed into a block once it holds a
-    block's worth of line bytes (`pack`, run by the pushing thread outside the ingester's lock);
+    block's worth of line bytes (`pack`, run by the ingester's packer thread outside its lock);
     its concatenated table is built lazily and cached until the next append.
     """
 

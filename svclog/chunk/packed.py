@@ -75,8 +75,10 @@ def unpack_blocks(blocks: Sequence[PackedBlock]) -> pa.Table:
 
 
 def line_bytes_of(lines: pa.Array) -> int:
-    """Line bytes of a string array, from its first and last offsets."""
+    """Line bytes of a string array, from its first and last offsets: O(1), as stats must cost
+    nothing per line."""
     if not len(lines):
         return 0
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
+    wide = pa.types.is_large_string(lines.type) or pa.types.is_large_binary(lines.type)
+    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)
     return int(offsets[lines.offset + len(lines)] - offsets[lines.offset])

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.chunk.format import CHUNK_SCHEMA
+from svclog.chunk.packed import line_bytes_of
 from svclog.model import ColumnStream, Labels, PushStream, StreamColumns
 
 _MAGIC = b"SVLGARW\x02"  # read as the old format's u64 size this would be > 2**56 bytes: no clash
@@ -79,7 +80,7 @@ class BatchStream:
     def raw_bytes(self) -> int:
         """UTF-8 bytes of the lines, from the string offsets (O(1))."""
         if self._size is None:
-            self._size = utf8_bytes(self.batch.column(1))
+            self._size = line_bytes_of(self.batch.column(1))
         return self._size
 
     def line_sizes(self) -> list[int]:
@@ -157,13 +158,6 @@ def _line_sizes(lines: pa.Array) -> np.ndarray:
     """UTF-8 bytes of each string (differences of the offsets; no copy of the data)."""
     offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset : lines.offset + len(lines) + 1]
     return np.diff(offsets)
-
-
-def utf8_bytes(lines: pa.Array) -> int:
-    if not len(lines):
-        return 0
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)
-    return int(offsets[lines.offset + len(lines)] - offsets[lines.offset])
 
 
 def entries_of(streams: list[StreamColumns]) -> pa.RecordBatch:

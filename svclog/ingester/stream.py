@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 
 from svclog.chunk.head import DEFAULT_BLOCK_BYTES, HeadBlock, SealedChunk
-from svclog.chunk.packed import PackedBlock
+from svclog.chunk.packed import PackedBlock, line_bytes_of
 from svclog.chunk.pushdown import BlockProbe
 from svclog.model import Labels
 
@@ -132,15 +132,8 @@ class MemoryStream:
 
 
 def line_bytes(table: pa.Table) -> int:
-    """Bytes of the `line` column, read from the first and last string offsets: O(1) per Arrow
-    chunk, as the stats must cost nothing per line."""
-    total = 0
-    for lines in table.column("line").chunks:
-        if len(lines):
-            wide = pa.types.is_large_string(lines.type) or pa.types.is_large_binary(lines.type)
-            offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)
-            total += int(offsets[lines.offset + len(lines)] - offsets[lines.offset])
-    return total
+    """Bytes of the `line` column, O(1) per Arrow chunk."""
+    return sum(line_bytes_of(lines) for lines in table.column("line").chunks)
 
 
 def _chunk_blocks(chunk: SealedChunk, start: int, end: int, probe: BlockProbe | None) -> list[PackedBlock]:

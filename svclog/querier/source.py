@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from svclog.chunk.format import CHUNK_SCHEMA
 from svclog.chunk.head import sort_dedupe
+from svclog.chunk.packed import line_bytes_of
 from svclog.chunk.pushdown import BlockProbe, apply_line_filters, block_probe
 from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.source import IngesterScan, SelectRequest, SourceStats, StreamBlock
@@ -413,12 +414,8 @@ def _line_bytes(table: pa.Table) -> int:
     for chunk in table.column("line").chunks:
         if chunk.null_count:  # a null's offsets may span bytes: count only the valid lines
             total += int(pc.sum(pc.binary_length(chunk)).as_py() or 0)
-        elif len(chunk):
-            dtype = (
-                np.int64 if pa.types.is_large_string(chunk.type) or pa.types.is_large_binary(chunk.type) else np.int32
-            )
-            offsets = np.frombuffer(chunk.buffers()[1], dtype=dtype)
-            total += int(offsets[chunk.offset + len(chunk)]) - int(offsets[chunk.offset])
+        else:
+            total += line_bytes_of(chunk)
     return total
 
 
