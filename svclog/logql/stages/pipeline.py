@@ -86,6 +86,7 @@ def build_pipeline(
     `required`: the labels the reference tells its parsers are required (engine/hints.py
     required_labels); a parser then skips the entries that have them all parsed already."""
     check_line_filters(stages)
+    stages = reorder_stages(stages)
     if parser_labels is None:
         processors = [build_stage(stage) for stage in stages]
     else:
@@ -99,6 +100,32 @@ def build_pipeline(
             for stage, processor in zip(stages, processors)
         ]
     return Pipeline(_filters_before_parsers(stages, processors))
+
+
+# Stages a line filter is never moved across: they end a run of line filters.
+_RUN_ENDS = (ast.LabelFilter, ast.LineFormat, ast.UnpackParser)
+
+
+def reorder_stages(stages: tuple[ast.Stage, ...]) -> tuple[ast.Stage, ...]:
+    """The order the reference runs stages in: within each run ended by a label filter,
+    line_format or unpack, the line filters go first (a label filter stays after the run's
+    other stages, line_format and unpack close it). Only decolorize, which rewrites the line
+    without ending a run, makes this observable: `| decolorize |= "x"` matches the raw line."""
+    out: list[ast.Stage] = []
+    filters: list[ast.Stage] = []
+    others: list[ast.Stage] = []
+    for stage in stages:
+        if isinstance(stage, ast.LineFilter):
+            filters.append(stage)
+            continue
+        if not isinstance(stage, ast.LabelFilter):
+            others.append(stage)
+        if isinstance(stage, _RUN_ENDS):
+            out += filters + others
+            filters, others = [], []
+        if isinstance(stage, ast.LabelFilter):
+            out.append(stage)
+    return tuple(out + filters + others)
 
 
 _PARSERS = (ast.JsonParser, ast.LogfmtParser, ast.RegexpParser, ast.PatternParser, ast.UnpackParser)
@@ -178,7 +205,7 @@ def _line_filter_chains(stages: tuple[ast.Stage, ...]) -> list[list[ast.LineFilt
     for stage in stages:
         if isinstance(stage, ast.LineFilter):
             chains[-1].append(stage)
-        elif isinstance(stage, (ast.LabelFilter, ast.LineFormat, ast.UnpackParser)):
+        elif isinstance(stage, _RUN_ENDS):
             chains.append([])
     return [chain for chain in chains if chain]
 

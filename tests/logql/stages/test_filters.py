@@ -1,6 +1,7 @@
 from svclog.logql import ast
 from svclog.logql.stages import label_filter_mask
 from svclog.logql.stages.batch import ERROR_DETAILS_LABEL, ERROR_LABEL
+from svclog.logql.stages.pipeline import reorder_stages
 from tests.logql.stages.helpers import col, lf, m, run, series, sf
 
 LOGFMT = [ast.LogfmtParser()]
@@ -140,3 +141,22 @@ def test_keep_retains_and_drop_removes_error_labels():
 def test_decolorize():
     b = run([ast.Decolorize()], "\x1b[31mERROR\x1b[0m boom", "plain")
     assert b.line.to_pylist() == ["ERROR boom", "plain"]
+
+
+def test_line_filters_run_before_decolorize():
+    # the reference moves a run's line filters ahead of its other stages: the filter sees the raw line
+    b = run([ast.Decolorize(), ast.LineFilter("|=", (ast.FilterValue("\x1b[31mERROR"),))], "\x1b[31mERROR\x1b[0m boom")
+    assert b.line.to_pylist() == ["ERROR boom"]
+    b = run([ast.Decolorize(), ast.LineFilter("|=", (ast.FilterValue("ERROR boom"),))], "\x1b[31mERROR\x1b[0m boom")
+    assert b.line.to_pylist() == []
+    # a label filter ends the run: a line filter after it still reads the decolorized line
+    stages = [ast.Decolorize(), lf(sf("app", "=", "checkout")), ast.LineFilter("|=", (ast.FilterValue("ERROR boom"),))]
+    assert run(stages, "\x1b[31mERROR\x1b[0m boom").line.to_pylist() == ["ERROR boom"]
+
+
+def test_reorder_stages_keeps_run_ends_in_place():
+    f1, f2 = ast.LineFilter("|=", (ast.FilterValue("a"),)), ast.LineFilter("!=", (ast.FilterValue("b"),))
+    label = lf(sf("app", "=", "x"))
+    stages = (ast.JsonParser(), f1, label, ast.Decolorize(), ast.LineFormat("{{.a}}"), f2, ast.UnpackParser())
+    want = (f1, ast.JsonParser(), label, ast.Decolorize(), ast.LineFormat("{{.a}}"), f2, ast.UnpackParser())
+    assert reorder_stages(stages) == want
