@@ -17,6 +17,7 @@ from svclog.logql.engine.avg_split import split_avg_over_time
 from svclog.logql.engine.grouping import group_labels
 from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.engine.hints import ErrorPolicy, error_policies, required_labels, series_label_hints
+from svclog.logql.engine.line_format_removal import remove_line_format
 from svclog.logql.engine.logs import evaluate_logs
 from svclog.logql.engine.params import QueryParams, step_times, validate
 from svclog.logql.engine.range_agg import LOG_OPS, UNWRAP_OPS, windows
@@ -64,7 +65,7 @@ def evaluate(
                 "log queries are not supported as an instant query type, please change your query to a range query type"
             )
         return evaluate_logs(expr, params, source, guard)
-    expr = split_avg_over_time(expr)
+    expr = remove_line_format(split_avg_over_time(expr))
     ctx = EvalContext(
         params,
         source,
