@@ -162,9 +162,30 @@ def decode_chunk(
     scan: BlockScan | None = None,
     layout: ChunkLayout | None = None,
 ) -> ChunkData:
-    """Entries with start <= ts < end, decoding only the blocks that overlap and, when the chunk
-    has a token index, that `may_match` does not rule out. With the chunk's `layout` at hand
-    (cached by the caller), a chunk whose blocks are all ruled out is not even opened."""
+    """Entries with start <= ts < end as one array per column (see `decode_blocks`)."""
+    batches = decode_blocks(data, start, end, may_match, scan, layout)
+    if not batches:
+        return _EMPTY
+    if len(batches) == 1:  # the usual case: no copy, the block's own buffers
+        batch = batches[0]
+        return ChunkData(batch.column(0), batch.column(1), batch.column(2))
+    table = pa.Table.from_batches(batches, schema=CHUNK_SCHEMA).combine_chunks()
+    return ChunkData(table.column("ts").chunk(0), table.column("line").chunk(0), table.column("metadata").chunk(0))
+
+
+def decode_blocks(
+    data: bytes | pa.Buffer,
+    start: int | None = None,
+    end: int | None = None,
+    may_match: BlockTest | None = None,
+    scan: BlockScan | None = None,
+    layout: ChunkLayout | None = None,
+) -> list[pa.RecordBatch]:
+    """The non-empty entries with start <= ts < end of each block, decoding only the blocks that
+    overlap and, when the chunk has a token index, that `may_match` does not rule out. With the
+    chunk's `layout` at hand (cached by the caller), a chunk whose blocks are all ruled out is
+    not even opened. The blocks stay apart: a reader that joins them with other chunks' copies
+    them once, there."""
     reader = None
     if layout is None:
         reader = _open(data)
@@ -184,20 +205,13 @@ def decode_chunk(
         scan.chunks_skipped += int(not kept)
         wanted = kept
     if not wanted:
-        return _EMPTY
+        return []
     reader = reader if reader is not None else _open(data)
     batches = [
         in_range(reader.get_batch(position), layout.bounds[position], start, end, layout.ascending)
         for position in wanted
     ]
-    batches = [batch for batch in batches if batch.num_rows]
-    if not batches:
-        return _EMPTY
-    if len(batches) == 1:  # the usual case: no copy, the block's own buffers
-        batch = batches[0]
-        return ChunkData(batch.column(0), batch.column(1), batch.column(2))
-    table = pa.Table.from_batches(batches, schema=CHUNK_SCHEMA).combine_chunks()
-    return ChunkData(table.column("ts").chunk(0), table.column("line").chunk(0), table.column("metadata").chunk(0))
+    return [batch for batch in batches if batch.num_rows]
 
 
 def in_range(

@@ -18,7 +18,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from svclog.chunk.format import CHUNK_SCHEMA
 from svclog.chunk.head import sort_dedupe
 from svclog.chunk.packed import line_bytes_of
 from svclog.chunk.pushdown import BlockProbe, apply_line_filters, block_probe
@@ -293,6 +292,8 @@ class StoreSource:
                     before = merged.num_rows
                     merged = sort_dedupe(merged)
                     self.stats.duplicates += before - merged.num_rows
+                elif merged.column("ts").num_chunks > 1:
+                    merged = merged.combine_chunks()  # the stream's one copy: its chunk's blocks joined
                 if drop_deleted is not None:
                     merged = drop_deleted(labels, merged)
                 if merged.num_rows:
@@ -327,9 +328,8 @@ class StoreSource:
             if ref.key in skipped:
                 continue
             self.guard.check()  # every chunk: a select of thousands stops within one fetch
-            data = self.chunks.fetch(ref, request.start, request.end, fetch, may_match)
-            if len(data):
-                table = pa.Table.from_arrays([data.ts, data.line, data.metadata], schema=CHUNK_SCHEMA)
+            table = self.chunks.fetch(ref, request.start, request.end, fetch, may_match)
+            if table.num_rows:
                 self.stats.store_lines += table.num_rows
                 self.stats.store_bytes += _line_bytes(table)
                 table = apply_line_filters(table, request.line_filters)

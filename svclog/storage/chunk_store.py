@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from svclog.chunk.format import BlockScan, BlockTest, ChunkData, ChunkLayout, chunk_layout, decode_chunk, encode_chunk
+from svclog.chunk.format import (
+    CHUNK_SCHEMA,
+    BlockScan,
+    BlockTest,
+    ChunkLayout,
+    chunk_layout,
+    decode_blocks,
+    encode_chunk,
+)
 from svclog.chunk.head import SealedChunk
 from svclog.chunk.pushdown import BlockProbe
 from svclog.model import Labels
@@ -103,16 +111,18 @@ class ChunkStore:
 
     def fetch(
         self, ref: ChunkRef, start: int, end: int, stats: FetchStats | None = None, may_match: BlockTest | None = None
-    ) -> ChunkData:
-        """Entries of the chunk in [start, end), leaving out blocks `may_match` rules out by
-        their token filter (the whole chunk is still one GET: the filters sit in its footer)."""
+    ) -> pa.Table:
+        """Entries of the chunk in [start, end), a table chunk per block, leaving out blocks
+        `may_match` rules out by their token filter (the whole chunk is still one GET: the filters
+        sit in its footer)."""
         data = self._get_cached(ref.key)
         if data is None:
             data = self._download(ref.key, stats)
         if stats is not None:
             stats.compressed_bytes += len(data)
         layout = self._layout(ref.key, data)  # every read: its block bounds choose the blocks to decode
-        return decode_chunk(data, start, end, may_match, stats.blocks if stats is not None else None, layout)
+        batches = decode_blocks(data, start, end, may_match, stats.blocks if stats is not None else None, layout)
+        return pa.Table.from_batches(batches, schema=CHUNK_SCHEMA)
 
     def _download(self, key: str, stats: FetchStats | None) -> bytes:
         with self._loading.gate(key):

@@ -58,7 +58,7 @@ def read_all(
     for stream, stream_refs in refs.items():
         for ref in stream_refs:
             data = chunks.fetch(ref, start, end)
-            out.setdefault(stream, set()).update(zip(data.ts.to_pylist(), data.line.to_pylist()))
+            out.setdefault(stream, set()).update(zip(data.column("ts").to_pylist(), data.column("line").to_pylist()))
     return {k: sorted(v) for k, v in out.items()}
 
 

@@ -122,7 +122,7 @@ def _stored_lines(svc, tenant: str) -> list[str]:
     lines = []
     for refs in IndexReader(store).chunk_refs(tenant, (), 0, 2**62).values():
         for ref in refs:
-            lines += chunks.fetch(ref, 0, 2**62).line.to_pylist()
+            lines += chunks.fetch(ref, 0, 2**62).column("line").to_pylist()
     return lines
 
 

@@ -62,7 +62,7 @@ def test_flush_writes_chunks_and_index_and_empties_memory(parts):
     refs = IndexReader(store).chunk_refs("t1", (APP_A,), 0, 10)
     (ref,) = refs[Labels({"app": "a"}.items())]
     data = chunks.fetch(ref, 0, 10)
-    assert data.line.to_pylist() == ["early", "late"]
+    assert data.column("line").to_pylist() == ["early", "late"]
     # flushed data is not replayed again after a restart (the checkpoint leaves retained chunks out)
     assert _ingester(tmp, chunks).memory_chunks() == 0
 

@@ -67,7 +67,7 @@ def test_fetch_uses_cache_and_counts_downloads(store):
     labels = Labels({"app": "a"}.items())
     (ref,) = chunks.put_chunks("t1", [(labels, _chunk([1, 2, 3], ["a", "b", "c"]))], "w")
     stats = FetchStats()
-    assert chunks.fetch(ref, 2, 3, stats).line.to_pylist() == ["b"]
+    assert chunks.fetch(ref, 2, 3, stats).column("line").to_pylist() == ["b"]
     chunks.fetch(ref, 0, 10, stats)
     assert stats.chunks_downloaded == 1
     assert stats.compressed_bytes == 2 * ref.compressed
@@ -93,4 +93,4 @@ def test_a_stream_spanning_years_is_cut_per_day_not_indexed_every_day_between(st
     assert len(store.list("index/t1", recursive=True)) == 3
     reader = IndexReader(store)
     (ref,) = reader.chunk_refs("t1", (), far, far + 10)[labels]
-    assert chunks.fetch(ref, far, far + 10).line.to_pylist() == ["c"]
+    assert chunks.fetch(ref, far, far + 10).column("line").to_pylist() == ["c"]
