@@ -52,7 +52,7 @@ def remaining_stages(query: ast.LogQuery, source: LogSource) -> tuple[ast.Stage,
     """The pipeline the engine still has to run: a source that declares `applies_line_filters`
     has already dropped what the leading line filters would (running them twice costs a scan)."""
     # validated here, whoever runs them: a bad regex is a 400, reported for the whole query's runs
-    sb.check_line_filters(query.stages)
+    sb.check_stages(query.stages)
     if getattr(source, "applies_line_filters", False):
         return query.stages[len(leading_line_filters(query)) :]
     return query.stages

@@ -21,7 +21,7 @@ from svclog.logql.stages.convert import (
 )
 from svclog.logql.stages.grouping import CategorizedLabels, group_by_categories, group_by_labels
 from svclog.logql.stages.label_filter import label_filter_mask, matcher_mask
-from svclog.logql.stages.pipeline import Pipeline, build_pipeline, check_line_filters
+from svclog.logql.stages.pipeline import Pipeline, build_pipeline, check_stages
 
 __all__ = [
     "ERROR_DETAILS_LABEL",
@@ -36,7 +36,7 @@ __all__ = [
     "Pipeline",
     "block_to_batch",
     "build_pipeline",
-    "check_line_filters",
+    "check_stages",
     "group_by_categories",
     "group_by_labels",
     "has_error",

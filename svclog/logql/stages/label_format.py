@@ -32,7 +32,7 @@ class LabelFormatStage:
             if op.dst in seen:
                 raise ParseError(f"multiple label name '{op.dst}' not allowed in a single format operation")
             seen.add(op.dst)
-        self.ops = [(op, Renderer(op.src) if op.is_template else None) for op in node.ops]
+        self.ops = [(op, _renderer(op) if op.is_template else None) for op in node.ops]
 
     def process(self, batch: LogBatch) -> LogBatch:
         if len(batch) == 0:
@@ -50,6 +50,13 @@ class LabelFormatStage:
             if any(failed):
                 set_error(batch, pa.array(failed), ERR_TEMPLATE_FORMAT, pa.array(errors, pa.string()))
         return batch
+
+
+def _renderer(op: ast.LabelFormatOp) -> Renderer:
+    try:
+        return Renderer(op.src, "label")
+    except ParseError as err:
+        raise ParseError(f"invalid template for label '{op.dst}': {err.message}") from None
 
 
 def _rename(batch: LogBatch, dst: str, src: str) -> None:

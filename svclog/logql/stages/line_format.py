@@ -25,12 +25,13 @@ if TYPE_CHECKING:
 _WHOLE_MAP = re.compile(r"(?:^|[\s(|])[.$](?=[\s)|}])")
 
 
-def compile_template(text: str) -> Template:
-    """Template.parse with its parse error mapped to ParseError."""
+def compile_template(text: str, name: str = "line") -> Template:
+    """Template.parse with its parse error mapped to ParseError; `name` is the template's name in
+    its errors (the reference's line_format names its template `line`, label_format `label`)."""
     from svclog.logql.template import Template
 
     try:
-        return Template.parse(text)
+        return Template.parse(text, name)
     except ParseError:
         raise
     except Exception as err:  # the template package's own parse error type
@@ -54,8 +55,8 @@ def label_rows(batch: LogBatch) -> list[dict[str, str]]:
 class Renderer:
     """Renders one template over a batch; returns (outputs, error messages) per entry."""
 
-    def __init__(self, text: str):
-        self.template = compile_template(text)
+    def __init__(self, text: str, name: str = "line"):
+        self.template = compile_template(text, name)
         self.uses_line = "__line__" in text
         self.uses_ts = "__timestamp__" in text
         self.keys: list[str] | None = None
@@ -96,7 +97,10 @@ class Renderer:
 
 class LineFormatStage:
     def __init__(self, node: ast.LineFormat):
-        self.renderer = Renderer(node.template)
+        try:
+            self.renderer = Renderer(node.template)
+        except ParseError as err:
+            raise ParseError(f"invalid line template: {err.message}") from None
 
     def process(self, batch: LogBatch) -> LogBatch:
         if len(batch) == 0:

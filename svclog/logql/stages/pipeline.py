@@ -9,13 +9,14 @@ lines (parsers, formatters). Construction validates what the parser could not
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from svclog.gocompat.strconv import quote as go_quote
 from svclog.logql import ast
+from svclog.logql.printer import reference_text
 from svclog.logql.stages.batch import ERROR_DETAILS_LABEL, ERROR_LABEL, LogBatch
 from svclog.logql.stages.decolorize import DecolorizeStage
 from svclog.logql.stages.drop_keep import DropStage, KeepStage
@@ -85,7 +86,7 @@ def build_pipeline(
     rest of each line's keys being unobservable in the answer; None extracts everything.
     `required`: the labels the reference tells its parsers are required (engine/hints.py
     required_labels); a parser then skips the entries that have them all parsed already."""
-    check_line_filters(stages)
+    check_stages(stages)
     stages = reorder_stages(stages)
     if parser_labels is None:
         processors = [build_stage(stage) for stage in stages]
@@ -185,29 +186,40 @@ def _rows(batch: LogBatch, name: str) -> pa.Array:
     return valid if rows is None else pc.and_(valid, rows)
 
 
-def check_line_filters(stages: tuple[ast.Stage, ...]) -> None:
-    """Build the line filters first, naming the failing one as the reference does: it runs each
-    run of line filters (up to a label filter, line_format or unpack) as one stage, first."""
-    for chain in _line_filter_chains(stages):
-        # the reference builds a run from its last filter back, a negated `or` being separate
-        # filters, a positive one read left to right: the first error found that way is reported
-        for node in reversed(chain):
-            for value in reversed(node.values) if node.op.startswith("!") else node.values:
-                try:
-                    LineFilterStage(ast.LineFilter(node.op, (value,)))
-                except ParseError as err:
-                    text = " ".join(_line_filter_text(node) for node in chain)
-                    raise ParseError(f"parse error : stage '{text}' : {err.message}") from None
+def check_stages(stages: tuple[ast.Stage, ...]) -> None:
+    """Build every stage once in the reference's order (reorder_stages), a run of line filters
+    as one stage, and raise the first failure as it names it: `parse error : stage '<the
+    stage>' : <error>`."""
+    ordered = reorder_stages(stages)
+    i = 0
+    while i < len(ordered):
+        if isinstance(ordered[i], ast.LineFilter):
+            end = i
+            while end < len(ordered) and isinstance(ordered[end], ast.LineFilter):
+                end += 1
+            _check_line_filter_run(cast(list[ast.LineFilter], list(ordered[i:end])))
+            i = end
+            continue
+        try:
+            build_stage(ordered[i])
+        except ParseError as err:
+            if err.message.startswith("parse error"):
+                raise
+            raise ParseError(f"parse error : stage '{reference_text(ordered[i])}' : {err.message}") from None
+        i += 1
 
 
-def _line_filter_chains(stages: tuple[ast.Stage, ...]) -> list[list[ast.LineFilter]]:
-    chains: list[list[ast.LineFilter]] = [[]]
-    for stage in stages:
-        if isinstance(stage, ast.LineFilter):
-            chains[-1].append(stage)
-        elif isinstance(stage, _RUN_ENDS):
-            chains.append([])
-    return [chain for chain in chains if chain]
+def _check_line_filter_run(chain: list[ast.LineFilter]) -> None:
+    """The reference builds a run of line filters (up to a label filter, line_format or unpack)
+    as one stage, from its last filter back, a negated `or` being separate filters, a positive
+    one read left to right: the first error found that way is reported."""
+    for node in reversed(chain):
+        for value in reversed(node.values) if node.op.startswith("!") else node.values:
+            try:
+                LineFilterStage(ast.LineFilter(node.op, (value,)))
+            except ParseError as err:
+                text = " ".join(_line_filter_text(node) for node in chain)
+                raise ParseError(f"parse error : stage '{text}' : {err.message}") from None
 
 
 def _line_filter_text(node: ast.LineFilter) -> str:

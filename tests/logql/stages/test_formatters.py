@@ -19,7 +19,7 @@ class FakeExecError(Exception):
 class FakeTemplate:
     """Understands `{{.name}}`, `{{__line__}}` and `{{fail}}`; enough to exercise the stages."""
 
-    def __init__(self, text):
+    def __init__(self, text, name="line"):
         self.text = text
 
     def referenced_labels(self):
