@@ -150,6 +150,12 @@ class Labels:
         wanted = set(names)
         return Labels((k, v) for k, v in self._items if k in wanted)
 
+    def without_empty(self) -> Labels:
+        """Without its empty-valued labels, as Prometheus' labels.Builder rebuilds a set."""
+        if all(v for _, v in self._items):
+            return self
+        return Labels((k, v) for k, v in self._items if v)
+
     def fingerprint(self) -> int:
         """Stable 64-bit stream fingerprint (same on every process and run)."""
         digest = hashlib.blake2b(str(self).encode(), digest_size=8).digest()

@@ -73,9 +73,12 @@ def _vector_scalar(node: ast.BinaryOp, vec: SeriesSet, scalar: np.ndarray, scala
 
 
 def signature(labels: Labels, matching: ast.VectorMatching | None) -> Labels:
+    """What two series match on; the reference builds it with Prometheus' labels.Builder, which
+    leaves out empty values (`{a="1", b=""}` matches `{a="1"}`)."""
     if matching is None:
-        return labels
-    return labels.keep(matching.labels) if matching.on else labels.without(matching.labels)
+        return labels.without_empty()
+    matched = labels.keep(matching.labels) if matching.on else labels.without(matching.labels)
+    return matched.without_empty()
 
 
 def _rows_by_signature(series: SeriesSet, matching: ast.VectorMatching | None) -> dict[Labels, list[int]]:
@@ -113,6 +116,11 @@ def _set_op(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> SeriesSet:
 
 
 def _result_labels(many: Labels, one: Labels, matching: ast.VectorMatching | None) -> Labels:
+    """The reference builds them with Prometheus' labels.Builder, which leaves out empty values."""
+    return _matched_labels(many, one, matching).without_empty()
+
+
+def _matched_labels(many: Labels, one: Labels, matching: ast.VectorMatching | None) -> Labels:
     if matching is None:
         return many
     if matching.card == "one-to-one":

@@ -48,7 +48,9 @@ def label_replace(node: ast.LabelReplace, inner: SeriesSet) -> SeriesSet:
             labels.append(lb)
             continue
         value = expand_template(node.replacement, match)
-        labels.append(lb.with_(**{node.dst: value}) if value else lb.without([node.dst]))
+        # a match rebuilds the labels with Prometheus' labels.Builder: empty values go
+        replaced = lb.with_(**{node.dst: value}) if value else lb.without([node.dst])
+        labels.append(replaced.without_empty())
     return merge_same_labels(labels, inner.values, inner.present)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from svclog.logql import ast
 from svclog.logql.engine.grouping import group_rows
-from svclog.logql.engine.series import SeriesSet
+from svclog.logql.engine.series import SeriesSet, merge_same_labels
 from svclog.model import ValidationError
 
 Reducer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -82,7 +82,11 @@ def _reduce(reducer: Reducer, grouping: ast.Grouping | None, inner: SeriesSet) -
     present = np.zeros((len(groups), n_steps), dtype=bool)
     for g, (_, rows) in enumerate(groups):
         values[g], present[g] = reducer(inner.values[rows], inner.present[rows])
-    return SeriesSet([key for key, _ in groups], values, present).compact()
+    if grouping is None or not grouping.without:
+        return SeriesSet([key for key, _ in groups], values, present).compact()
+    # the reference groups by the labels left, empty values included, but builds each group's
+    # labels with Prometheus' labels.Builder, which leaves out empty values
+    return merge_same_labels([key.without_empty() for key, _ in groups], values, present).compact()
 
 
 def _select_k(node: ast.VectorAggregation, inner: SeriesSet, largest: bool) -> SeriesSet:
