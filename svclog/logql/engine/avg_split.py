@@ -47,34 +47,40 @@ _NO_GROUPING = ast.Grouping(without=True, labels=())
 
 def split_avg_over_time(expr: ast.Expr) -> ast.Expr:
     """`expr` with every average the reference's frontend rewrites replaced by its division."""
-    splits: dict[int, ast.BinaryOp] = {}
-    _visit(expr, True, splits)
+    splits = {id(node): _division(node) for node, top in reached_range_aggregations(expr) if _splits(node, top)}
     return _replace(expr, splits) if splits else expr
 
 
-def _visit(node: object, top: bool, splits: dict[int, ast.BinaryOp]) -> None:
+def reached_range_aggregations(expr: object) -> list[tuple[ast.RangeAggregation, bool]]:
+    """The range aggregations the reference's shard mapper maps itself, each with its topLevel
+    flag; any other runs inside a subtree the mapper sends to a querier whole."""
+    found: list[tuple[ast.RangeAggregation, bool]] = []
+    _visit(expr, True, found)
+    return found
+
+
+def _visit(node: object, top: bool, found: list[tuple[ast.RangeAggregation, bool]]) -> None:
     """`node` is reached by the mapper (`top`: the reference's topLevel flag)."""
     if isinstance(node, ast.RangeAggregation):
-        if _splits(node, top):
-            splits[id(node)] = _division(node)
+        found.append((node, top))
     elif isinstance(node, ast.VectorAggregation):
-        if not _shardable(node, top):
-            _visit(node.expr, False, splits)
-        elif node.op in ("max", "min") and _reduces_labels(node.expr):
-            _visit(node.expr, False, splits)
+        if not shardable(node, top):
+            _visit(node.expr, False, found)
+        elif node.op in ("max", "min") and reduces_labels(node.expr):
+            _visit(node.expr, False, found)
         # any other shardable aggregation runs on the queriers as it is
     elif isinstance(node, ast.BinaryOp):
-        _visit(node.lhs, top, splits)
-        _visit(node.rhs, top, splits)
+        _visit(node.lhs, top, found)
+        _visit(node.rhs, top, found)
     elif isinstance(node, ast.LabelReplace):
-        _visit(node.expr, top, splits)
+        _visit(node.expr, top, found)
 
 
 def _splits(node: ast.RangeAggregation, top: bool) -> bool:
-    if node.op != "avg_over_time" or node.range.unwrap is None or not _shardable(node, top):
+    if node.op != "avg_over_time" or node.range.unwrap is None or not shardable(node, top):
         return False
     grouping = node.grouping
-    return _reduces_labels(node) or (grouping is not None and (grouping.labels != () or not grouping.without))
+    return reduces_labels(node) or (grouping is not None and (grouping.labels != () or not grouping.without))
 
 
 def _division(node: ast.RangeAggregation) -> ast.BinaryOp:
@@ -88,7 +94,7 @@ def _division(node: ast.RangeAggregation) -> ast.BinaryOp:
     return ast.BinaryOp("/", sums, counts)
 
 
-def _shardable(node: object, top: bool) -> bool:
+def shardable(node: object, top: bool) -> bool:
     if isinstance(node, (ast.Literal,)):
         return True
     if isinstance(node, ast.RangeAggregation):
@@ -96,12 +102,12 @@ def _shardable(node: object, top: bool) -> bool:
             return False
         return node.op in SHARDABLE_RANGE_OPS
     if isinstance(node, ast.VectorAggregation):
-        if node.op not in SHARDABLE_VECTOR_OPS or not _shardable(node.expr, top):
+        if node.op not in SHARDABLE_VECTOR_OPS or not shardable(node.expr, top):
             return False
         if node.op in ("count", "avg"):
-            return not _reduces_labels(node.expr)
+            return not reduces_labels(node.expr)
         if node.op in ("max", "min"):
-            return isinstance(node.expr, ast.RangeAggregation) and _shardable(node.expr, False)
+            return isinstance(node.expr, ast.RangeAggregation) and shardable(node.expr, False)
         if node.op == "sum":
             return not (isinstance(node.expr, ast.VectorAggregation) and node.expr.op in ("max", "min"))
         return True
@@ -109,11 +115,11 @@ def _shardable(node: object, top: bool) -> bool:
         matching = node.matching
         if matching is not None and (matching.on or matching.labels):
             return False
-        return node.op in SHARDABLE_BINARY_OPS and _shardable(node.lhs, top) and _shardable(node.rhs, top)
+        return node.op in SHARDABLE_BINARY_OPS and shardable(node.lhs, top) and shardable(node.rhs, top)
     return False  # label_replace, vector(), anything else
 
 
-def _reduces_labels(node: object) -> bool:
+def reduces_labels(node: object) -> bool:
     for part in ast.walk(node):
         if isinstance(part, (ast.RangeAggregation, ast.VectorAggregation)):
             if part.grouping is not None and part.grouping.labels:

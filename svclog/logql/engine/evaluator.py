@@ -14,6 +14,7 @@ import numpy as np
 from svclog.logql import ast
 from svclog.logql.engine import binops, functions, vector_agg
 from svclog.logql.engine.avg_split import split_avg_over_time
+from svclog.logql.engine.frontend_merge import frontend_mergers
 from svclog.logql.engine.grouping import group_labels
 from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.engine.hints import ErrorPolicy, error_policies, required_labels, series_label_hints
@@ -47,6 +48,7 @@ class EvalContext:
     caps: dict[int, SeriesCap] = field(default_factory=dict)  # range aggregations whose groups are the answer
     error_policies: dict[int, ErrorPolicy] = field(default_factory=dict)  # see hints.py
     required_labels: dict[int, frozenset[str]] = field(default_factory=dict)  # see hints.py
+    mergers: dict[int, ast.VectorAggregation] = field(default_factory=dict)  # see frontend_merge.py
 
 
 def evaluate(
@@ -75,6 +77,7 @@ def evaluate(
         _series_caps(expr, params, max_series),
         error_policies(expr),
         required_labels(expr),
+        frontend_mergers(expr),
     )
     value = eval_sample(expr, ctx)
     if isinstance(value, SeriesSet):
@@ -190,7 +193,9 @@ def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSe
         w = windows(s.ts, s.values, ends, log_range.range, node.param)
         values[i] = fn(w)
         present[i] = w.count > 0
-    return SeriesSet([s.labels for s in samples], values, present).compact()
+    result = SeriesSet([s.labels for s in samples], values, present).compact()
+    merger = ctx.mergers.get(id(node))
+    return result if merger is None else vector_agg.aggregate(merger, result)
 
 
 def _group_samples(samples: list[SampleSeries], grouping: ast.Grouping | None) -> list[SampleSeries]:

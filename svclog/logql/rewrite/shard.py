@@ -28,6 +28,7 @@ from typing import Any, cast
 
 from svclog.logql import ast
 from svclog.logql.engine.avg_split import split_avg_over_time
+from svclog.logql.engine.frontend_merge import frontend_mergers
 
 
 class Combine(enum.Enum):
@@ -77,7 +78,20 @@ def shard_expr(expr: ast.Expr, shards: int) -> object:
     tree = _as_node(_analyse(expr, shards > 1))
     if any(split_avg_over_time(leaf.expr) is not leaf.expr for leaf in leaves(tree)):
         return Downstream(expr, Combine.UNSHARDED)
+    if not _same_mergers(expr, leaves(tree)):
+        return Downstream(expr, Combine.UNSHARDED)
     return tree
+
+
+def _same_mergers(expr: ast.Expr, parts: list[Downstream]) -> bool:
+    """Whether every leaf, run alone, merges the range aggregations it holds as the whole query
+    does (engine/frontend_merge.py): the merge drops empty-valued labels."""
+    whole = frontend_mergers(expr)
+    for leaf in parts:
+        held = {id(node) for node in ast.walk(leaf.expr) if isinstance(node, ast.RangeAggregation)}
+        if set(frontend_mergers(leaf.expr)) != held & set(whole):
+            return False
+    return True
 
 
 def leaves(tree: object) -> list[Downstream]:

@@ -63,6 +63,10 @@ METRIC_QUERIES = [
     "sum(vector(2)) * 3",
     f"max(topk(1, count_over_time({ALL}[5m])))",
     f"count(sum by (app, env) (count_over_time({ALL}[5m])))",
+    # an empty-valued label (`nope`) the reference's frontend merge drops, or (summed whole) keeps
+    f"count_over_time({ALL} | logfmt nope | drop pod [5m])",
+    'sum by (nope, env) (max_over_time({app="checkout"} | logfmt nope, duration | drop pod '
+    '| unwrap duration(duration) | __error__="" [10m]))',
 ]
 LOG_QUERIES = [
     '{namespace="shop"}',
