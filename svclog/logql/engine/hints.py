@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from svclog.logql import ast
+from svclog.logql.engine import stages_bridge as sb
 from svclog.logql.template import Template, TemplateError
 
 ADDITIVE_OPS = frozenset({"count_over_time", "rate", "bytes_over_time", "bytes_rate", "sum_over_time"})
@@ -195,7 +196,8 @@ def _filter_names(node: object) -> set[str]:
     names = set()
     for part in ast.walk(node):
         if isinstance(part, ast.StringLabelFilter):
-            names.add(part.matcher.name)
+            if not sb.reads_no_label(part):
+                names.add(part.matcher.name)
         elif isinstance(
             part, (ast.NumericLabelFilter, ast.DurationLabelFilter, ast.BytesLabelFilter, ast.IpLabelFilter)
         ):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from svclog.logql.stages import block_to_batch, build_pipeline, check_stages, label_filter_mask
+from svclog.logql.stages import block_to_batch, build_pipeline, check_stages, label_filter_mask, reads_no_label
 from svclog.logql.stages import group_by_categories as _group_by_categories
 from svclog.logql.stages import group_by_labels as _group_by_labels
 from svclog.logql.stages.batch import LogBatch
@@ -23,6 +23,7 @@ __all__ = [
     "group_by_categories",
     "group_by_labels",
     "label_filter_mask",
+    "reads_no_label",
 ]
 
 Indices = np.ndarray

@@ -20,7 +20,7 @@ from svclog.logql.stages.convert import (
     parse_float_values,
 )
 from svclog.logql.stages.grouping import CategorizedLabels, group_by_categories, group_by_labels
-from svclog.logql.stages.label_filter import label_filter_mask, matcher_mask
+from svclog.logql.stages.label_filter import label_filter_mask, matcher_mask, reads_no_label
 from svclog.logql.stages.pipeline import Pipeline, build_pipeline, check_stages
 
 __all__ = [
@@ -46,5 +46,6 @@ __all__ = [
     "parse_duration_ns_values",
     "parse_duration_values",
     "parse_float_values",
+    "reads_no_label",
     "set_error",
 ]

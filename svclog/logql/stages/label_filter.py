@@ -30,7 +30,7 @@ from svclog.logql.stages.batch import (
     LogBatch,
 )
 from svclog.logql.stages.ip import ip_mask, parse_ip_pattern
-from svclog.logql.stages.regex_filter import Filter, check_regex, check_regexes, filter_mask, regex_filter
+from svclog.logql.stages.regex_filter import Always, Filter, check_regex, check_regexes, filter_mask, regex_filter
 from svclog.model import Matcher, MatchType, ParseError
 
 _COMPARE = {
@@ -97,6 +97,12 @@ def string_filter(matcher: Matcher) -> Filter | None:
         return regex_filter(matcher.value, label=True, negate=matcher.type is MatchType.NRE)
     except GoRegexError:
         return None
+
+
+def reads_no_label(expr: ast.StringLabelFilter) -> bool:
+    """Whether the reference builds this filter as a no-op: a positive regex it reduces to its
+    TrueFilter (`x=~".*"`, `x=~""`) keeps every entry, reads no label and so asks no parser for one."""
+    return isinstance(string_filter(expr.matcher), Always)
 
 
 @_eval.register
