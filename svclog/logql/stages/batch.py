@@ -170,6 +170,11 @@ class LogBatch:
             held = pc.and_(held, pc.invert(rows))
         return held if pc.any(held).as_py() else None
 
+    def was_extracted(self, name: str, row: int) -> bool:
+        """Whether a parser or formatter ever set `name` on entry `row` (see `extracted`)."""
+        rows = self.extracted.get(name)
+        return rows is not None and bool(rows[row].as_py())
+
     def mark_parsed(self, name: str, rows: pa.Array | None = None) -> None:
         """Record that a parser/formatter wrote `name` on `rows` (None: on every entry holding it)."""
         written = pc.is_valid(self.label(name)) if rows is None else pc.fill_null(rows, False)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -79,6 +79,9 @@ class _Output(dict[str, str]):
         self[name] = value
 
 
+Stop = Callable[[_Output], bool]
+
+
 def _flatten(obj: dict[str, Any], prefix: str, out: _Output, depth: int = 1) -> None:
     if depth > MAX_DEPTH:
         raise json_scan.JsonScanError(TOO_DEEP)
@@ -91,14 +94,19 @@ def _flatten(obj: dict[str, Any], prefix: str, out: _Output, depth: int = 1) -> 
             out.put(sanitize_key(key, prefix), text)
 
 
-def _scan(raw: str, prefix: str, out: _Output, depth: int = 1) -> None:
-    """Fallback walk of a possibly malformed object; raises JsonScanError after partial output."""
+def _scan(raw: str, prefix: str, out: _Output, depth: int = 1, stop: Stop | None = None) -> bool:
+    """Fallback walk of a possibly malformed object; raises JsonScanError after partial output.
+    With `stop`, the walk ends (True) once it holds after a field that is no object, as the
+    reference's parser ends once every required label is extracted: what follows, malformed or
+    not, is never read."""
     if depth > MAX_DEPTH:
         raise json_scan.JsonScanError(TOO_DEEP)
     for key, kind, value in json_scan.each_field(raw):
         if kind == json_scan.OBJECT:
-            _scan(value, sanitize_key(key, prefix), out, depth + 1)
-        elif kind == json_scan.STRING:
+            if _scan(value, sanitize_key(key, prefix), out, depth + 1, stop):
+                return True
+            continue
+        if kind == json_scan.STRING:
             try:
                 text = json_scan.unescape(value)
             except json_scan.JsonScanError:
@@ -106,6 +114,9 @@ def _scan(raw: str, prefix: str, out: _Output, depth: int = 1) -> None:
             out.put(sanitize_key(key, prefix), "" if _RUNE_ERROR in text else text)
         elif kind in (json_scan.NUMBER, json_scan.BOOLEAN):
             out.put(sanitize_key(key, prefix), value)
+        if stop is not None and stop(out):
+            return True
+    return False
 
 
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -136,8 +147,9 @@ _BRACKETS_ONLY = _Brackets()
 _NOT_AN_OBJECT = r"^[ \t\n\r]*[^ \t\n\r{]|^[ \t\n\r]*$"
 
 
-def parse_json_line(line: str) -> tuple[dict[str, str], str | None]:
-    """Flattened (unsuffixed) labels of one line and the error details, if any."""
+def parse_json_line(line: str, stop: Stop | None = None) -> tuple[dict[str, str], str | None]:
+    """Flattened (unsuffixed) labels of one line and the error details, if any; `stop` see _scan
+    (a well-formed line has no error to avoid, and is read whole)."""
     out = _Output()
     obj = json_scan.loads_object(line)
     try:
@@ -146,7 +158,7 @@ def parse_json_line(line: str) -> tuple[dict[str, str], str | None]:
         elif _nesting(line) > MAX_DEPTH:  # the scan re-reads the text per level: refuse before it
             raise json_scan.JsonScanError(TOO_DEEP)
         else:
-            _scan(line, "", out)
+            _scan(line, "", out, stop=stop)
     except json_scan.JsonScanError as err:
         return dict(out), str(err)
     return dict(out), None
@@ -184,6 +196,8 @@ class JsonParserStage:
                 raise ParseError(f"invalid extracted label name '{label}'")
         # parser hints: the labels (before any `_extracted` suffix) the query can observe
         self.only = only if not self.params else None
+        # the labels the reference tells its parsers are required (engine/hints.py required_labels)
+        self.required: frozenset[str] = frozenset()
 
     def process(self, batch: LogBatch) -> LogBatch:
         if self.params:
@@ -213,6 +227,8 @@ class JsonParserStage:
             if wanted is not None and not wanted and _is_object(line or ""):
                 continue
             fields, error = parse_json_line(line or "")
+            if error is not None and self.required:
+                fields, error = parse_json_line(line or "", self._stop(batch, row))
             errors[row] = error
             for name, value in fields.items():
                 if wanted is not None and name not in wanted:
@@ -229,6 +245,16 @@ class JsonParserStage:
         err = pa.array(errors, pa.string())
         set_error(batch, pa.array([e is not None for e in errors]), ERR_JSON, err)
         return batch
+
+    def _stop(self, batch: LogBatch, row: int) -> Stop:
+        """Whether the labels parsed so far complete the required ones the entry still lacks."""
+        missing = {name for name in self.required if not batch.was_extracted(name, row)}
+
+        def done(out: _Output) -> bool:
+            found = {name + EXTRACTED_SUFFIX if name in batch.origin else name for name in out}
+            return missing <= found
+
+        return done
 
     def _wanted_keys(self, batch: LogBatch) -> frozenset[str] | None:
         """Flattened keys whose labels the hints ask for (None: all of them)."""

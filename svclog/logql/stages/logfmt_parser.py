@@ -172,6 +172,8 @@ class LogfmtParserStage:
         # counts that as extracted; once the hints' labels are all parameters, its scan stops
         # after the first parameter key of the line, leaving the others "". Same answers.
         self.first_key_only = bool(self.params) and only is not None and only <= set(self.params)
+        # the labels the reference tells its parsers are required (engine/hints.py required_labels)
+        self.required: frozenset[str] = frozenset()
 
     def process(self, batch: LogBatch) -> LogBatch:
         if self.only is not None:
@@ -245,6 +247,8 @@ class LogfmtParserStage:
         names: dict[str, str | None] = {}  # raw key -> label name (None: not extracted)
         for row, line in enumerate(batch.line.to_pylist()):
             pairs, errors[row] = _first_error_pairs(line or "", self.strict)
+            if errors[row] is not None and self.required and not self.params:
+                pairs, errors[row] = self._until_required(batch, row, pairs, errors[row])
             for key, value in pairs:
                 name = names.get(key, "")
                 if name == "":
@@ -270,6 +274,20 @@ class LogfmtParserStage:
         err = pa.array(errors, pa.string())
         set_error(batch, pa.array([e is not None for e in errors]), ERR_LOGFMT, err)
         return batch
+
+    def _until_required(
+        self, batch: LogBatch, row: int, pairs: list[tuple[str, str]], error: str | None
+    ) -> tuple[list[tuple[str, str]], str | None]:
+        """The reference's strict scan ends, with no error, at the pair that completes the
+        required labels the entry still lacks: the malformed pair after it is never read."""
+        missing = {name for name in self.required if not batch.was_extracted(name, row)}
+        for i, (key, value) in enumerate(pairs):
+            name = self._label_name(key, batch.origin)
+            if name is not None and (value or self.keep_empty):
+                missing.discard(name)
+            if not missing:
+                return pairs[: i + 1], None
+        return pairs, error
 
     def _label_name(self, key: str, origin: Labels) -> str | None:
         sanitized = sanitize_key(key)

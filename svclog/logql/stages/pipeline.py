@@ -96,6 +96,9 @@ def build_pipeline(
             for stage in stages
         ]
     if required:
+        for processor in processors:
+            if isinstance(processor, (JsonParserStage, LogfmtParserStage)):
+                processor.required = required
         processors = [
             SkipWhenExtracted(processor, required) if isinstance(stage, _PARSERS) else processor
             for stage, processor in zip(stages, processors)
