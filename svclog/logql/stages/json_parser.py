@@ -273,14 +273,19 @@ class JsonParserStage:
         lines = batch.line.to_pylist()
         bad = [bool(line) and line[0] not in '"{[' for line in lines]
         parsed = pa.array([bool(line) and not b for line, b in zip(lines, bad)])
+        unmatched = np.zeros(len(lines), dtype=bool)  # a path of the stage found nothing
         for label, path in self.params:
             values = [None if not line or bad[i] else _path_value(line, path) for i, line in enumerate(lines)]
+            unmatched |= np.array([v is None for v in values], dtype=bool)
             target = label + EXTRACTED_SUFFIX if label in batch.origin else label
             batch.set_parser_label(target, pa.array(values, pa.string()))
+        some_missing = pc.and_(parsed, pa.array(unmatched))
+        for label, _ in self.params:
             if label not in batch.stream:
-                # A missing path still yields the label, empty, unless the entry already has it.
+                # As the reference: when a path of the stage finds nothing, every label of the
+                # stage the entry lacks (never set, or dropped or renamed away) becomes empty.
                 current = batch.label(label)
-                missing = pc.and_(parsed, pc.is_null(current))
+                missing = pc.and_(some_missing, pc.is_null(current))
                 if pc.any(missing).as_py():
                     batch.set_label(label, pc.if_else(missing, pa.scalar("", pa.string()), current))
                     batch.mark_parsed(label, missing)
