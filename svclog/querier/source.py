@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,6 +33,9 @@ TENANT_LABEL = "__tenant_id__"
 # Line bytes of unflushed entries a select asks the ingesters for at a time (a reader that pages):
 # its memory bound for them, at one ingester round trip per page (~64 pages for an hour of 3M lines)
 INGESTER_PAGE_BYTES = 8 << 20
+# Threads that read the ingesters' next page while a select's engine reads the current one: one
+# per query slot of the default querier (`querier.max_concurrent`: 8); more selects queue here
+_PAGES_AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ingester-page")
 
 
 IngesterAnswer = (
@@ -169,25 +173,41 @@ class StoreSource:
         ingesters with more to send (`upper`), and what others sent past it waits for the next."""
         self.guard.check()
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
-        cursor: Any = None
         emitted: Labels | None = None  # every stream up to this one has been yielded
         waiting: dict[Labels, list[pa.Table]] = {}
-        while True:
-            found, cursor = self._ingester_page(tenant, matchers, request, held, cursor)
-            for labels, tables in found.items():
-                if emitted is None or emitted < labels:  # an ingester new to the ring resends earlier ones
-                    waiting.setdefault(labels, []).extend(tables)
-            upper = min((v for v in cursor.values() if v is not None), default=None) if cursor else None
-            page = {lb: t for lb, t in waiting.items() if upper is None or not upper < lb}
-            for labels in page:
-                del waiting[labels]
-            yield from self._merged(tenant, matchers, request, page, drop_deleted, emitted, upper)
-            self.guard.release(held[0])
-            held[0] = sum(t.nbytes for tables in waiting.values() for t in tables)
-            self.guard.charge(held[0])
-            if upper is None:
-                return
-            emitted = upper
+        found, cursor = self._ingester_page(tenant, matchers, request, held, None)
+        ahead: Future[tuple[dict[Labels, list[pa.Table]], Any]] | None = None
+        ahead_held = [0]  # what the page read ahead holds until it is taken
+        try:
+            while True:
+                if cursor is not None:
+                    # the next page is gathered, sent and decoded while this one is read: a
+                    # select over the ingesters' memory no longer waits for each page in turn
+                    ahead_held = [0]
+                    ahead = _PAGES_AHEAD.submit(self._ingester_page, tenant, matchers, request, ahead_held, cursor)
+                for labels, tables in found.items():
+                    if emitted is None or emitted < labels:  # an ingester new to the ring resends earlier ones
+                        waiting.setdefault(labels, []).extend(tables)
+                upper = min((v for v in cursor.values() if v is not None), default=None) if cursor else None
+                page = {lb: t for lb, t in waiting.items() if upper is None or not upper < lb}
+                for labels in page:
+                    del waiting[labels]
+                del found
+                yield from self._merged(tenant, matchers, request, page, drop_deleted, emitted, upper)
+                self.guard.release(held[0])
+                held[0] = sum(t.nbytes for tables in waiting.values() for t in tables)
+                self.guard.charge(held[0])
+                if upper is None or ahead is None:
+                    return
+                emitted = upper
+                found, cursor = ahead.result()
+                ahead = None
+                held[0] += ahead_held[0]
+        finally:
+            if ahead is not None:  # the reader stopped early: the page read ahead is dropped
+                if not ahead.cancel():
+                    _wait_quietly(ahead)
+                self.guard.release(ahead_held[0])
 
     def _ingester_page(
         self,
@@ -422,3 +442,11 @@ def _line_bytes(table: pa.Table) -> int:
 def _metadata_or_none(table: pa.Table) -> pa.Array | None:
     column = table.column("metadata").chunk(0)
     return None if column.null_count == len(column) else column
+
+
+def _wait_quietly(future: Future[Any]) -> None:
+    """Wait for work whose answer is no longer wanted (its error too: the reader has moved on)."""
+    try:
+        future.result()
+    except Exception:  # noqa: BLE001 - nobody reads this answer
+        return

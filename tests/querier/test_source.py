@@ -1,5 +1,8 @@
+import time
+
 from svclog.actors.clients import IngesterPool
 from svclog.ingester.ingester import Ingester, IngesterSettings
+from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.source import SelectRequest
 from svclog.model import Labels, Matcher, MatchType, StreamColumns
 from svclog.querier import source as source_module
@@ -166,3 +169,29 @@ def test_pages_of_unflushed_streams_each_take_the_flushed_chunks_of_their_label_
     assert whole[0][1] == ["app00 flushed", "app00 also", "app00 fresh", "y" * 40]
     for page_bytes in (1, 60, 130):
         assert lines(page_bytes) == whole
+
+
+def test_the_next_page_is_read_while_this_one_is_and_dropped_when_the_reader_stops(tmp_path, monkeypatch):
+    _, chunks, ings = _setup(tmp_path)
+    store = ObjectStore(str(tmp_path / "s"))
+    apps = [f"app{i:02d}" for i in range(6)]
+    for app in apps:
+        _push(ings, "t", app, [5, 6], [f"{app} fresh", "y" * 40])
+    monkeypatch.setattr(source_module, "INGESTER_PAGE_BYTES", 1)  # a page per stream and ingester
+    asked: list[object] = []
+
+    class Recording(PagingReplicas):
+        def select(self, *args, **kwargs):
+            asked.append(kwargs.get("after"))
+            return super().select(*args, **kwargs)
+
+    guard = QueryGuard()
+    source = StoreSource(["t"], IndexReader(store), chunks, Recording(ings), guard=guard)
+    blocks = source.select_logs(SelectRequest((Matcher("app", MatchType.RE, ".+"),), 0, 10))
+    first = next(blocks)
+    deadline = time.monotonic() + 5
+    while len(asked) < 2 and time.monotonic() < deadline:  # the second page, asked before the first is read
+        time.sleep(0.01)
+    assert first.labels.get("app") == "app00" and len(asked) == 2
+    blocks.close()  # the reader stops: what the page read ahead held is given back
+    assert guard.held == 0
