@@ -150,7 +150,9 @@ def split_blocks(table: pa.Table, block_bytes: int) -> list[pa.RecordBatch]:
 _READ_OPTIONS = pa.ipc.IpcReadOptions(use_threads=False)
 
 
-def _open(data: bytes | pa.Buffer) -> pa.ipc.RecordBatchFileReader:
+def open_chunk(data: bytes | pa.Buffer) -> pa.ipc.RecordBatchFileReader:
+    """A chunk file's reader (its footer parsed, ~0.2 ms); its blocks can be read from several
+    threads at once."""
     return pa.ipc.open_file(pa.BufferReader(data), options=_READ_OPTIONS)
 
 
@@ -180,15 +182,15 @@ def decode_blocks(
     may_match: BlockTest | None = None,
     scan: BlockScan | None = None,
     layout: ChunkLayout | None = None,
+    reader: pa.ipc.RecordBatchFileReader | None = None,
 ) -> list[pa.RecordBatch]:
     """The non-empty entries with start <= ts < end of each block, decoding only the blocks that
     overlap and, when the chunk has a token index, that `may_match` does not rule out. With the
     chunk's `layout` at hand (cached by the caller), a chunk whose blocks are all ruled out is
-    not even opened. The blocks stay apart: a reader that joins them with other chunks' copies
-    them once, there."""
-    reader = None
+    not even opened (or `reader`, this data opened before, is used). The blocks stay apart: a
+    caller that joins them with other chunks' copies them once, there."""
     if layout is None:
-        reader = _open(data)
+        reader = reader if reader is not None else open_chunk(data)
         layout = ChunkLayout.read(reader)
     wanted = [
         position
@@ -206,7 +208,7 @@ def decode_blocks(
         wanted = kept
     if not wanted:
         return []
-    reader = reader if reader is not None else _open(data)
+    reader = reader if reader is not None else open_chunk(data)
     batches = [
         in_range(reader.get_batch(position), layout.bounds[position], start, end, layout.ascending)
         for position in wanted

@@ -25,13 +25,23 @@ def apply_line_filters(table: pa.Table, line_filters: tuple) -> pa.Table:
     if not line_filters or table.num_rows == 0:
         return table
     lines = table.column("line")
-    lines = lines.combine_chunks() if isinstance(lines, pa.ChunkedArray) else lines
+    if lines.num_chunks > _FILTER_CHUNKS:  # many small ones (a head's pushes): one kernel call each filter
+        return table.filter(_lines_mask(lines.combine_chunks(), line_filters))
+    # a few large ones (a chunk's decoded blocks): filtered where they lie, not copied into one first
+    return table.filter(pa.chunked_array([_lines_mask(chunk, line_filters) for chunk in lines.chunks], pa.bool_()))
+
+
+# Above this many pieces a table's lines are joined before they are filtered
+_FILTER_CHUNKS = 8
+
+
+def _lines_mask(lines: pa.Array, line_filters: tuple) -> pa.Array:
     mask = None
     for node in line_filters:
         part = line_filter_mask(node, lines)
         mask = part if mask is None else pc.and_(mask, part)
     assert mask is not None
-    return table.filter(pc.fill_null(mask, False) if mask.null_count else mask)
+    return pc.fill_null(mask, False) if mask.null_count else mask
 
 
 @dataclass(frozen=True)

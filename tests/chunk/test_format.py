@@ -1,7 +1,10 @@
+import random
+import threading
+
 import pyarrow as pa
 import pytest
 
-from svclog.chunk.format import ChunkLayout, chunk_layout, decode_chunk, encode_chunk
+from svclog.chunk.format import ChunkLayout, chunk_layout, decode_chunk, encode_chunk, open_chunk
 from svclog.chunk.head import HeadBlock, entries_batch, sort_dedupe
 from svclog.logql.source import METADATA_TYPE
 
@@ -109,3 +112,34 @@ def test_chunks_say_their_blocks_ascend_and_older_ones_are_checked():
     assert not legacy.ascending
     for layout in (chunk_layout(data), legacy):
         assert decode_chunk(data, 2, 5, layout=layout).ts.to_pylist() == [2, 3, 4]
+
+
+def test_one_opened_chunk_reads_blocks_from_many_threads_at_once():
+    # the chunk store keeps one opened file per cached chunk for every query thread
+    rows = 50_000
+    table = pa.table(
+        {
+            "ts": pa.array(range(rows), pa.int64()),
+            "line": pa.array([f"line {i} " + "x" * (i % 300) for i in range(rows)]),
+            "metadata": pa.nulls(rows, METADATA_TYPE),
+        }
+    )
+    data = encode_chunk(table, block_bytes=32 * 1024, encoding="lz4")
+    shared = open_chunk(data)
+    blocks = shared.num_record_batches
+    want = [open_chunk(data).get_batch(i) for i in range(blocks)]
+    wrong: list[int] = []
+
+    def read(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(300):
+            i = rng.randrange(blocks)
+            if not shared.get_batch(i).equals(want[i]):
+                wrong.append(i)
+
+    threads = [threading.Thread(target=read, args=(seed,)) for seed in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert blocks > 50 and wrong == []

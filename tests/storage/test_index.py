@@ -4,7 +4,7 @@ import pytest
 from svclog.chunk.format import CHUNK_SCHEMA
 from svclog.chunk.head import SealedChunk
 from svclog.model import Labels, Matcher, MatchType
-from svclog.storage import schema
+from svclog.storage import chunk_store, schema
 from svclog.storage.chunk_store import ChunkStore, FetchStats
 from svclog.storage.index import IndexReader
 from svclog.storage.objstore import ObjectStore
@@ -71,6 +71,23 @@ def test_fetch_uses_cache_and_counts_downloads(store):
     chunks.fetch(ref, 0, 10, stats)
     assert stats.chunks_downloaded == 1
     assert stats.compressed_bytes == 2 * ref.compressed
+
+
+def test_a_cached_chunk_is_opened_once_and_forgotten_with_its_bytes(store, monkeypatch):
+    opened: list[int] = []
+    real_open = chunk_store.open_chunk
+    monkeypatch.setattr(chunk_store, "open_chunk", lambda data: opened.append(1) or real_open(data))
+    labels = Labels({"app": "a"}.items())
+    one = ChunkStore(store)
+    (ref,) = one.put_chunks("t1", [(labels, _chunk([1, 2, 3], ["a", "b", "c"]))], "w")
+    chunks = ChunkStore(store, cache_bytes=ref.compressed)  # room for one chunk
+    for start in (1, 2, 3, 1):
+        assert chunks.fetch(ref, start, 10).num_rows == 4 - start
+    assert len(opened) == 1
+    (other,) = one.put_chunks("t1", [(Labels({"app": "b"}.items()), _chunk([1, 2, 3], ["d", "e", "f"]))], "w")
+    assert chunks.fetch(other, 0, 10).column("line").to_pylist() == ["d", "e", "f"]  # evicts the first
+    assert chunks.fetch(ref, 0, 10).column("line").to_pylist() == ["a", "b", "c"]
+    assert len(opened) == 3 and len(chunks._readers) == 1
 
 
 def test_object_store_put_get_list_delete(store):
