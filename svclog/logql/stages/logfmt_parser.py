@@ -157,14 +157,50 @@ def _token_pattern(key: str) -> str:
     return rf'^(?:(?:[^"]*"[^"]*")*[^"]*{_WS})?{re.escape(key)}=(?:"[^"\\]+"|[^\x00-\x20="]+)(?:{_WS}|$)'
 
 
+def check_expression(expression: str) -> None:
+    """Refuse a parameter's expression as the reference's logfmt expression parser does: one key
+    (letters, digits, `_`; not a digit first) or quoted string, then only quoted strings (a
+    quote runs to the next `"` or `]`), blanks between; a key after the first token is a syntax
+    error, any other character ends the input there, an error unless a token came before."""
+    tokens, pos = 0, 0
+    while pos < len(expression) and expression[pos] != "\x00":
+        ch = expression[pos]
+        if ch in " \t\n":
+            pos += 1
+        elif _EXPR_KEY_START.match(ch):
+            if tokens:
+                raise _expression_error(expression, "syntax error: unexpected KEY")
+            pos = _EXPR_KEY.match(expression, pos).end()  # type: ignore[union-attr]
+            tokens += 1
+        elif ch == '"':
+            pos = _EXPR_STRING.match(expression, pos).end()  # type: ignore[union-attr]
+            tokens += 1
+        elif tokens:
+            raise _expression_error(expression, f"unexpected char {ch}")
+        else:
+            break
+    if not tokens:
+        raise _expression_error(expression, "syntax error: unexpected $end, expecting STRING or KEY")
+
+
+_EXPR_KEY_START = re.compile(r"[A-Za-z_]")
+_EXPR_KEY = re.compile(r"[A-Za-z0-9_]*")
+_EXPR_STRING = re.compile(r'"[^"\]\x00]*["\]]?')
+
+
+def _expression_error(expression: str, message: str) -> ParseError:
+    return ParseError(f"cannot parse expression [{expression}]: {message}")
+
+
 class LogfmtParserStage:
     def __init__(self, node: ast.LogfmtParser, only: frozenset[str] | None = None):
         self.strict = node.strict
         self.keep_empty = node.keep_empty
         self.params = {p.label: (p.expression or p.label) for p in node.params}
-        for label in self.params:
-            if not is_valid_label_name(label):
-                raise ParseError(f"invalid extracted label name '{label}'")
+        for param in node.params:
+            check_expression(param.label if param.expression is None else param.expression)
+            if not is_valid_label_name(param.label):
+                raise ParseError(f"invalid extracted label name '{param.label}'")
         # parser hints apply to the plain form only (flags and parameters change what is kept)
         self.only = only if not (self.strict or self.keep_empty or self.params) else None
         self.hinted: frozenset[str] = self.only or frozenset()  # what the hinted path reads

@@ -91,7 +91,7 @@ def test_flags_and_parameters_ignore_hints():
 
 
 def test_logfmt_parameters_under_hints_stop_at_the_first_parameter_key_like_the_reference():
-    params = (ast.LabelExtraction("latency", ""), ast.LabelExtraction("currency", ""))
+    params = (ast.LabelExtraction("latency", None), ast.LabelExtraction("currency", None))
     lines = ["latency=0.5 currency=EUR", "currency=USD latency=2", "other=1"]
     hinted = LogfmtParserStage(ast.LogfmtParser(params=params), only=frozenset({"latency", "currency"}))
     assert _labels(hinted, lines, frozenset({"latency", "currency"})) == {

@@ -46,3 +46,27 @@ def test_label_format_template_is_named_label():
     stages = list(parser.parse('{a="b"} | label_format a="{{ index .app 100 }}"').stages)
     details = col(run(stages, "x"), ERROR_DETAILS_LABEL)
     assert details[0].startswith('template: label:1:3: executing "label" at <index .app 100>')
+
+
+@pytest.mark.parametrize(
+    "expression, error",
+    [
+        ("b c", "syntax error: unexpected KEY"),
+        ('\\"x\\" b', "syntax error: unexpected KEY"),
+        ("b.c", "unexpected char ."),
+        ("b-c", "unexpected char -"),
+        ("", "syntax error: unexpected $end, expecting STRING or KEY"),
+        ("[b", "syntax error: unexpected $end, expecting STRING or KEY"),
+        ("1b", "syntax error: unexpected $end, expecting STRING or KEY"),
+    ],
+)
+def test_logfmt_expressions_parse_as_the_reference_parses_them(expression: str, error: str):
+    text = expression.replace('\\"', '"')
+    assert _error(f'{{a="b"}} | logfmt a="{expression}"') == (
+        f"parse error : stage '| logfmt a=\"{expression}\"' : cannot parse expression [{text}]: {error}"
+    )
+
+
+@pytest.mark.parametrize("expression", ["b", " b ", 'b \\"y\\"', '\\"x\\" \\"y\\"', '\\"x'])
+def test_logfmt_expressions_the_reference_accepts(expression: str):
+    check_stages(parser.parse(f'{{a="b"}} | logfmt a="{expression}"').stages)
