@@ -17,9 +17,13 @@ def group_labels(labels: Labels, grouping: ast.Grouping | None) -> Labels:
     return labels.keep(grouping.labels)
 
 
-def group_rows(labels: list[Labels], grouping: ast.Grouping | None) -> list[tuple[Labels, np.ndarray]]:
-    """(group labels, row indices) for every group, in order of first appearance."""
+def group_rows(
+    labels: list[Labels], grouping: ast.Grouping | None, without_empty: bool = False
+) -> list[tuple[Labels, np.ndarray]]:
+    """(group labels, row indices) for every group, in order of first appearance; with
+    `without_empty` the group labels leave out empty-valued labels."""
     index: dict[Labels, list[int]] = {}
     for i, lb in enumerate(labels):
-        index.setdefault(group_labels(lb, grouping), []).append(i)
+        key = group_labels(lb, grouping)
+        index.setdefault(key.without_empty() if without_empty else key, []).append(i)
     return [(key, np.asarray(rows, dtype=np.int64)) for key, rows in index.items()]

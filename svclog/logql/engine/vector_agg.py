@@ -12,7 +12,7 @@ import numpy as np
 
 from svclog.logql import ast
 from svclog.logql.engine.grouping import group_rows
-from svclog.logql.engine.series import SeriesSet, merge_same_labels
+from svclog.logql.engine.series import SeriesSet
 from svclog.model import ValidationError
 
 Reducer = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -76,17 +76,17 @@ def aggregate(node: ast.VectorAggregation, inner: SeriesSet) -> SeriesSet:
 
 
 def _reduce(reducer: Reducer, grouping: ast.Grouping | None, inner: SeriesSet) -> SeriesSet:
-    groups = group_rows(inner.labels, grouping)
+    # a `without` group's labels are built with Prometheus' labels.Builder, which leaves out
+    # empty values; the reference still groups by them, so two groups differing only in an empty
+    # value answer twice under one label set: here they are one group, as any later aggregation
+    # (and the merge of shards) makes them
+    groups = group_rows(inner.labels, grouping, without_empty=grouping is not None and grouping.without)
     n_steps = inner.n_steps
     values = np.zeros((len(groups), n_steps))
     present = np.zeros((len(groups), n_steps), dtype=bool)
     for g, (_, rows) in enumerate(groups):
         values[g], present[g] = reducer(inner.values[rows], inner.present[rows])
-    if grouping is None or not grouping.without:
-        return SeriesSet([key for key, _ in groups], values, present).compact()
-    # the reference groups by the labels left, empty values included, but builds each group's
-    # labels with Prometheus' labels.Builder, which leaves out empty values
-    return merge_same_labels([key.without_empty() for key, _ in groups], values, present).compact()
+    return SeriesSet([key for key, _ in groups], values, present).compact()
 
 
 def _select_k(node: ast.VectorAggregation, inner: SeriesSet, largest: bool) -> SeriesSet:
