@@ -34,7 +34,7 @@ TENANT_LABEL = "__tenant_id__"
 # its memory bound for them, at one ingester round trip per page (~64 pages for an hour of 3M lines)
 INGESTER_PAGE_BYTES = 8 << 20
 # Threads that read the ingesters' next page while a select's engine reads the current one: one
-# per query slot of the default querier (`querier.max_concurrent`: 8); more selects queue here
+# per query slot of a querier with up to 8 (`querier.max_concurrent`, 4 by default); more queue here
 _PAGES_AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ingester-page")
 
 
