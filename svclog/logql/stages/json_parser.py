@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 from svclog.logql import ast
 from svclog.logql.stages import json_scan
 from svclog.logql.stages.batch import ERR_JSON, EXTRACTED_SUFFIX, LogBatch, set_error
+from svclog.logql.stages.json_path import parse_json_path
 from svclog.model import LimitError, ParseError, is_valid_label_name
 
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
@@ -190,10 +191,12 @@ FLAT_OBJECT = (
 
 class JsonParserStage:
     def __init__(self, node: ast.JsonParser, only: frozenset[str] | None = None):
-        self.params = [(p.label, parse_json_path(p.expression or p.label)) for p in node.params]
-        for label, _ in self.params:
-            if not is_valid_label_name(label):
-                raise ParseError(f"invalid extracted label name '{label}'")
+        self.params: list[tuple[str, list[str | int]]] = []
+        for param in node.params:  # each path read, then its label checked, in order (as the reference)
+            path = parse_json_path(param.expression if param.expression is not None else param.label)
+            if not is_valid_label_name(param.label):
+                raise ParseError(f"invalid extracted label name '{param.label}'")
+            self.params.append((param.label, path))
         # parser hints: the labels (before any `_extracted` suffix) the query can observe
         self.only = only if not self.params else None
         # the labels the reference tells its parsers are required (engine/hints.py required_labels)
@@ -307,27 +310,3 @@ def _path_value(line: str, path: list[str | int]) -> str | None:
     except json_scan.JsonScanError:
         return ""
     return "" if _RUNE_ERROR in text else text
-
-
-_PATH_TOKEN = re.compile(r'\s*(?:\[\s*"((?:[^"\\]|\\.)*)"\s*\]|\[\s*(\d+)\s*\]|\.?([^.\[\]"\s]+))')
-
-
-def parse_json_path(expr: str) -> list[str | int]:
-    """`a.b[0]`, `["key with space"].x`, `a["b"]` -> ["a", "b", 0] etc."""
-    path: list[str | int] = []
-    pos = 0
-    expr = expr.strip()
-    while pos < len(expr):
-        m = _PATH_TOKEN.match(expr, pos)
-        if not m or m.end() == pos:
-            raise ParseError(f"cannot parse expression [{expr}]: syntax error")
-        if m.group(1) is not None:
-            path.append(json_scan.unescape(m.group(1)))
-        elif m.group(2) is not None:
-            path.append(int(m.group(2)))
-        else:
-            path.append(m.group(3))
-        pos = m.end()
-    if not path:
-        raise ParseError(f"cannot parse expression [{expr}]: syntax error")
-    return path
