@@ -182,15 +182,17 @@ def decode_blocks(
     may_match: BlockTest | None = None,
     scan: BlockScan | None = None,
     layout: ChunkLayout | None = None,
-    reader: pa.ipc.RecordBatchFileReader | None = None,
+    open_file: Callable[[], pa.ipc.RecordBatchFileReader] | None = None,
 ) -> list[pa.RecordBatch]:
     """The non-empty entries with start <= ts < end of each block, decoding only the blocks that
     overlap and, when the chunk has a token index, that `may_match` does not rule out. With the
     chunk's `layout` at hand (cached by the caller), a chunk whose blocks are all ruled out is
-    not even opened (or `reader`, this data opened before, is used). The blocks stay apart: a
-    caller that joins them with other chunks' copies them once, there."""
+    not even opened (`open_file`, when given, opens it: a caller may keep it opened). The blocks
+    stay apart: a caller that joins them with other chunks' copies them once, there."""
+    opened = open_file if open_file is not None else lambda: open_chunk(data)
+    reader = None
     if layout is None:
-        reader = reader if reader is not None else open_chunk(data)
+        reader = opened()
         layout = ChunkLayout.read(reader)
     wanted = [
         position
@@ -208,7 +210,7 @@ def decode_blocks(
         wanted = kept
     if not wanted:
         return []
-    reader = reader if reader is not None else open_chunk(data)
+    reader = reader if reader is not None else opened()
     batches = [
         in_range(reader.get_batch(position), layout.bounds[position], start, end, layout.ascending)
         for position in wanted

@@ -132,7 +132,7 @@ class ChunkStore:
             may_match,
             stats.blocks if stats is not None else None,
             layout,
-            self._reader(ref.key, data),
+            lambda: self._opened(ref.key, data),
         )
         return pa.Table.from_batches(batches, schema=CHUNK_SCHEMA)
 
@@ -180,13 +180,13 @@ class ChunkStore:
         scan = stats.blocks if stats is not None else BlockScan()
         return stack.ruled_out([ref.key for ref in refs], start, end, possible, scan)
 
-    def _reader(self, key: str, data: bytes) -> pa.ipc.RecordBatchFileReader | None:
-        """The cached chunk's opened file, opened on its first read; None for a chunk not cached
-        (decode_blocks opens it only if a block is wanted)."""
+    def _opened(self, key: str, data: bytes) -> pa.ipc.RecordBatchFileReader:
+        """The chunk's opened file, kept while its bytes are cached (opened on the first read that
+        decodes a block of it)."""
         with self._lock:
             reader = self._readers.get(key)
-            if reader is not None or self._cache.get(key) is not data:
-                return reader
+        if reader is not None:
+            return reader
         reader = open_chunk(data)
         with self._lock:
             if self._cache.get(key) is data:  # still cached: keep it for the next read

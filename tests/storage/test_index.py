@@ -81,6 +81,7 @@ def test_a_cached_chunk_is_opened_once_and_forgotten_with_its_bytes(store, monke
     one = ChunkStore(store)
     (ref,) = one.put_chunks("t1", [(labels, _chunk([1, 2, 3], ["a", "b", "c"]))], "w")
     chunks = ChunkStore(store, cache_bytes=ref.compressed)  # room for one chunk
+    assert chunks.fetch(ref, 100, 200).num_rows == 0 and opened == []  # no block wanted: not opened
     for start in (1, 2, 3, 1):
         assert chunks.fetch(ref, start, 10).num_rows == 4 - start
     assert len(opened) == 1
