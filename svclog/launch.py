@@ -60,7 +60,14 @@ APP_NAME = "svclog"
 # querier that read it (~300-520 MB of shared memory in each after the bench's queries). Freed
 # every 10 ms, the store reuses the same pages (a stand-alone pair of actors passing 12 answers of
 # 100 MB: 1.0-1.2 GB of shared memory touched -> 0.3 GB, and no slower).
-LOCAL_RAY_SYSTEM_CONFIG = {"free_objects_period_milliseconds": 10, "prestart_worker_first_driver": False}
+# Ray starts its workers at niceness 15, below the driver; on a local start the workers are the service
+# itself (ingester, querier, ring), so any busy process of the machine starved them: an ingester and the
+# backend host restarted after a kill -9 took ~115 s to come back beside four busy loops (0.7 s without)
+LOCAL_RAY_SYSTEM_CONFIG = {
+    "free_objects_period_milliseconds": 10,
+    "prestart_worker_first_driver": False,
+    "worker_niceness": 0,
+}
 
 
 def connect(cfg: Config) -> None:

@@ -202,3 +202,33 @@ def test_a_single_querier_start_hosts_its_querier_too(tmp_path):
     two = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.num-queriers=2"])
     assert not hosts_querier(two, {"querier"})  # several queriers keep processes of their own
     assert [p.role for p in backend_parts(two, {"querier"})] == ["ring"]
+
+
+def test_looking_up_a_role_while_the_host_restarts_is_a_missing_actor_not_an_error(monkeypatch):
+    """A push during the backend host's restart looked the ring up and met Ray's ActorUnavailableError,
+    which reached the client as a 500; it is the 503 of a missing actor, which shippers retry."""
+    import ray
+    from ray.exceptions import ActorUnavailableError
+
+    from svclog.actors import calls
+
+    class Host:
+        class roles:  # noqa: N801 - a handle's method
+            @staticmethod
+            def remote():
+                return "ref"
+
+    def get_actor(name, namespace=None):
+        if name == registry.BACKEND_HOST_NAME:
+            return Host()
+        raise ValueError(name)
+
+    def restarting(ref, timeout=None):
+        raise ActorUnavailableError("The actor is temporarily unavailable: IOError: The actor is restarting.", b"\0" * 16)
+
+    monkeypatch.setattr(registry, "_hosted_here", frozenset())
+    monkeypatch.setattr(ray, "get_actor", get_actor)
+    monkeypatch.setattr(ray, "get", restarting)
+    with pytest.raises(calls.ActorMissing, match="backend host hosting it is unavailable") as caught:
+        calls.lookup("ring")
+    assert caught.value.status == 503

@@ -149,6 +149,10 @@ def test_local_cluster_frees_unreferenced_objects_promptly(monkeypatch):
     monkeypatch.setattr(os, "environ", dict(os.environ))  # connect's Serve settings stay in this test
     launch.connect(load_config(None, []))
     # objects freed every 10 ms, and no worker prestarted for a driver that runs no tasks (~80 MB idle)
-    assert seen[-1]["_system_config"] == {"free_objects_period_milliseconds": 10, "prestart_worker_first_driver": False}
+    assert seen[-1]["_system_config"] == {
+        "free_objects_period_milliseconds": 10,
+        "prestart_worker_first_driver": False,
+        "worker_niceness": 0,
+    }
     launch.connect(load_config(None, ["-ray.address=127.0.0.1:6379"]))  # a joined cluster keeps its own settings
     assert "_system_config" not in seen[-1] and seen[-1]["address"] == "127.0.0.1:6379"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import ray
+from ray.exceptions import GetTimeoutError, RayActorError
 
 from svclog.actors.options import BACKEND_HOST_NAME, NAMESPACE
 
@@ -42,7 +43,11 @@ def named_actor(name: str) -> Any:
         host = ray.get_actor(BACKEND_HOST_NAME, namespace=NAMESPACE)
     except ValueError:
         raise missing from None
-    if name not in ray.get(host.roles.remote(), timeout=ROLES_TIMEOUT_S):
+    try:
+        roles = ray.get(host.roles.remote(), timeout=ROLES_TIMEOUT_S)
+    except (RayActorError, GetTimeoutError) as err:  # restarting (Ray brings it back) or still building
+        raise ValueError(f"{name!r} is not answering: the backend host hosting it is unavailable ({err})") from None
+    if name not in roles:
         raise missing
     return HostedRole(host, name)
 
