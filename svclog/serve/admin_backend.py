@@ -155,6 +155,9 @@ class RayAdmin:
             ingesters = []
         for name in ingesters:
             probes[name] = self._probe(name, "service_state")
+        if self._local("ingester") and not ingesters:
+            # not ready before an ingester has joined the ring: a push would meet an empty ring (503)
+            probes["ingester"] = _answer(State.STARTING, "no ingester in the ring yet")
         for name in self._querier_names() + self._backend_names():
             probes[name] = self._probe(name)
         results = dict(zip(probes, await asyncio.gather(*probes.values()), strict=True))
@@ -309,3 +312,7 @@ def _deployment_states(read: Callable[[], dict[str, tuple[str, str]]]) -> dict[s
     return {
         name: (DEPLOYMENT_STATES.get(status, State.STARTING), message) for name, (status, message) in read().items()
     }
+
+
+async def _answer(state: State, why: str) -> tuple[State, str]:
+    return state, why
