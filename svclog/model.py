@@ -44,6 +44,12 @@ class ValidationError(SvcError):
     """Bad request parameters or push content."""
 
 
+class MatchingError(SvcError):
+    """Operands a vector operator cannot match; the reference answers these untyped (500)."""
+
+    status = 500
+
+
 class TenantError(SvcError):
     """Missing or invalid X-Scope-OrgID."""
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from svclog.logql import ast
 from svclog.logql.engine.series import ScalarSteps, SeriesSet, merge_same_labels
-from svclog.model import Labels, ValidationError
+from svclog.model import Labels, MatchingError, ValidationError
 
 Operand = SeriesSet | ScalarSteps
 
@@ -108,11 +108,11 @@ def _set_op(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> SeriesSet:
     rhs_present = np.array(rhs.present, copy=True)
     for j, lb in enumerate(rhs.labels):
         rhs_present[j] &= ~_any_present(lhs, lhs_sigs.get(signature(lb, matching)))
+    # rows sharing a label set stay apart, as the reference appends both sides' samples
     labels = list(lhs.labels) + list(rhs.labels)
-    merged = merge_same_labels(
+    return SeriesSet(
         labels, np.concatenate([lhs.values, rhs.values]), np.concatenate([lhs.present, rhs_present])
-    )
-    return merged.compact()
+    ).compact()
 
 
 def _result_labels(many: Labels, one: Labels, matching: ast.VectorMatching | None) -> Labels:
@@ -141,6 +141,13 @@ def _vector_vector(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> Series
     swapped = card == "one-to-many"
     many, one = (rhs, lhs) if swapped else (lhs, rhs)
     one_rows = _rows_by_signature(one, matching)
+    for same in one_rows.values():
+        # every step's "one" side is checked whole, matched or not (evaluator.go vectorBinop)
+        if len(same) > 1 and (one.present[same].sum(axis=0) > 1).any():
+            raise MatchingError(
+                f"found duplicate series on the {'left' if swapped else 'right'} hand-side;"
+                "many-to-many matching not allowed: matching labels must be unique on one side"
+            )
     n_steps = lhs.n_steps
     labels: list[Labels] = []
     values: list[np.ndarray] = []
@@ -149,12 +156,6 @@ def _vector_vector(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> Series
         rows = one_rows.get(signature(lb, matching))
         if not rows:
             continue
-        if len(rows) > 1 and (one.present[rows].sum(axis=0) > 1).any():
-            raise ValidationError(
-                "found duplicate series for the match group on the "
-                f"{'left' if swapped else 'right'} hand-side of the operation; "
-                "many-to-many matching not allowed: matching labels must be unique on one side"
-            )
         one_present = one.present[rows]
         one_values = np.where(one_present, one.values[rows], 0.0).sum(axis=0) if len(rows) > 1 else one.values[rows[0]]
         both = many.present[i] & one_present.any(axis=0)
@@ -172,4 +173,4 @@ def _vector_vector(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> Series
         if card == "one-to-one"
         else "multiple matches for labels: grouping labels must ensure unique matches"
     )
-    return merge_same_labels(labels, np.stack(values), np.stack(present), message).compact()
+    return merge_same_labels(labels, np.stack(values), np.stack(present), message, MatchingError).compact()

@@ -13,8 +13,9 @@ import numpy as np
 
 from svclog.logql import ast
 from svclog.logql.engine import binops, functions, vector_agg
+from svclog.logql.engine.answer import shape_answer
 from svclog.logql.engine.avg_split import split_avg_over_time
-from svclog.logql.engine.frontend_merge import frontend_mergers
+from svclog.logql.engine.frontend_merge import frontend_mergers, merged_aggregations
 from svclog.logql.engine.grouping import group_labels
 from svclog.logql.engine.guard import QueryGuard
 from svclog.logql.engine.hints import ErrorPolicy, error_policies, required_labels, series_label_hints
@@ -23,14 +24,9 @@ from svclog.logql.engine.logs import evaluate_logs
 from svclog.logql.engine.params import QueryParams, step_times, validate
 from svclog.logql.engine.range_agg import LOG_OPS, UNWRAP_OPS, windows
 from svclog.logql.engine.result import (
-    MatrixResult,
     QueryResult,
-    Sample,
-    ScalarResult,
-    Series,
-    VectorResult,
 )
-from svclog.logql.engine.samples import ERROR_LABEL, SampleSeries, SeriesCap, select_samples, series_limit_error
+from svclog.logql.engine.samples import ERROR_LABEL, SampleSeries, SeriesCap, select_samples
 from svclog.logql.engine.series import ScalarSteps, SeriesSet
 from svclog.logql.source import LogSource
 from svclog.model import Labels, MatchType, ValidationError
@@ -49,6 +45,7 @@ class EvalContext:
     error_policies: dict[int, ErrorPolicy] = field(default_factory=dict)  # see hints.py
     required_labels: dict[int, frozenset[str]] = field(default_factory=dict)  # see hints.py
     mergers: dict[int, ast.VectorAggregation] = field(default_factory=dict)  # see frontend_merge.py
+    merged: frozenset[int] = frozenset()  # see frontend_merge.merged_aggregations
 
 
 def evaluate(
@@ -78,13 +75,9 @@ def evaluate(
         error_policies(expr),
         required_labels(expr),
         frontend_mergers(expr),
+        merged_aggregations(expr),
     )
-    value = eval_sample(expr, ctx)
-    if isinstance(value, SeriesSet):
-        value = value.compact()
-        if len(value) > max_series:
-            raise series_limit_error(max_series)
-    return _to_result(value, ctx)
+    return shape_answer(eval_sample(expr, ctx), params.instant, ctx.steps, max_series)
 
 
 def _series_caps(expr: ast.Expr, params: QueryParams, max_series: int) -> dict[int, SeriesCap]:
@@ -95,31 +88,6 @@ def _series_caps(expr: ast.Expr, params: QueryParams, max_series: int) -> dict[i
     if not params.instant and params.step > expr.range.range:
         return {}
     return {id(expr): SeriesCap(max_series, expr.grouping)}
-
-
-def _to_result(value: SeriesSet | ScalarSteps, ctx: EvalContext) -> QueryResult:
-    if isinstance(value, ScalarSteps):
-        if ctx.params.instant:
-            return ScalarResult(int(ctx.steps[0]), float(value.values[0]))
-        return MatrixResult([Series(Labels(), ctx.steps, value.values)])
-    if ctx.params.instant:
-        samples = [
-            Sample(lb, int(ctx.steps[0]), float(v[0]))
-            for lb, v, p in zip(value.labels, value.values, value.present)
-            if p[0]
-        ]
-        return VectorResult(_order_samples(samples, value.order))
-    series = [Series(lb, ctx.steps[p], v[p]) for lb, v, p in zip(value.labels, value.values, value.present)]
-    return MatrixResult(sorted(series, key=lambda s: s.labels))
-
-
-def _order_samples(samples: list[Sample], order: str) -> list[Sample]:
-    samples = sorted(samples, key=lambda s: s.labels)
-    if not order:
-        return samples
-    # NaN last in both directions, like the reference's sort / sort_desc
-    sign = 1.0 if order == "asc" else -1.0
-    return sorted(samples, key=lambda s: (np.isnan(s.value), sign * s.value if not np.isnan(s.value) else 0.0))
 
 
 @singledispatch
@@ -155,7 +123,7 @@ def _vector_aggregation(node: ast.VectorAggregation, ctx: EvalContext) -> Series
     inner = eval_sample(node.expr, ctx)
     if not isinstance(inner, SeriesSet):
         raise ValidationError(f"{node.op} expects a vector")
-    return vector_agg.aggregate(node, inner)
+    return vector_agg.aggregate(node, inner, id(node) in ctx.merged)
 
 
 @eval_sample.register

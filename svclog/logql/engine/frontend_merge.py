@@ -43,3 +43,27 @@ def frontend_mergers(expr: object) -> dict[int, ast.VectorAggregation]:
         if grouping.without:
             mergers[id(node)] = ast.VectorAggregation(op, node, grouping)
     return mergers
+
+
+def merged_aggregations(expr: object) -> frozenset[int]:
+    """ids of the vector aggregations the reference's shard mapper shards: a reached sum, avg or
+    count (over labels it does not reduce), or max/min over a range aggregation keeping its labels.
+    Its frontend aggregates the shards' answers again by label set, so `without` groups that
+    differ only in an empty-valued label (one name: labels.Builder leaves the value out) are one;
+    every other `without` aggregation answers them apart, twice under one label set."""
+    found: set[int] = set()
+    _visit_aggregations(expr, True, found)
+    return frozenset(found)
+
+
+def _visit_aggregations(node: object, top: bool, found: set[int]) -> None:
+    if isinstance(node, ast.VectorAggregation):
+        if not shardable(node, top) or (node.op in ("max", "min") and reduces_labels(node.expr)):
+            _visit_aggregations(node.expr, False, found)
+        elif node.op in ("sum", "avg", "count", "max", "min"):
+            found.add(id(node))
+    elif isinstance(node, ast.BinaryOp):
+        _visit_aggregations(node.lhs, top, found)
+        _visit_aggregations(node.rhs, top, found)
+    elif isinstance(node, ast.LabelReplace):
+        _visit_aggregations(node.expr, top, found)

@@ -8,7 +8,7 @@ import numpy as np
 import re2
 
 from svclog.logql import ast
-from svclog.logql.engine.series import SeriesSet, merge_same_labels
+from svclog.logql.engine.series import SeriesSet
 from svclog.model import Labels, ParseError, ValidationError, compile_go_regexp, is_valid_label_name
 
 _TEMPLATE_REF = re.compile(r"\$(?:\$|\{([A-Za-z0-9_]*)\}|([A-Za-z0-9_]+))")
@@ -51,7 +51,8 @@ def label_replace(node: ast.LabelReplace, inner: SeriesSet) -> SeriesSet:
         # a match rebuilds the labels with Prometheus' labels.Builder: empty values go
         replaced = lb.with_(**{node.dst: value}) if value else lb.without([node.dst])
         labels.append(replaced.without_empty())
-    return merge_same_labels(labels, inner.values, inner.present)
+    # series renamed alike stay apart, as in the reference (engine/answer.py joins them)
+    return SeriesSet(labels, inner.values, inner.present, inner.order)
 
 
 def vector_literal(value: float, n_steps: int) -> SeriesSet:

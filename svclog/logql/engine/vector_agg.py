@@ -65,9 +65,12 @@ REDUCERS: dict[str, Reducer] = {
 SELECTORS = {"topk": True, "approx_topk": True, "bottomk": False}
 
 
-def aggregate(node: ast.VectorAggregation, inner: SeriesSet) -> SeriesSet:
+def aggregate(node: ast.VectorAggregation, inner: SeriesSet, merged: bool = False) -> SeriesSet:
+    """`merged`: the reference's frontend re-aggregates this one over its shards' results
+    (frontend_merge.merged_aggregations), which makes one of `without` groups that differ only
+    in an empty-valued label; elsewhere they answer apart under one label set."""
     if node.op in REDUCERS:
-        return _reduce(REDUCERS[node.op], node.grouping, inner)
+        return _reduce(REDUCERS[node.op], node.grouping, inner, merged)
     if node.op in SELECTORS:
         return _select_k(node, inner, largest=SELECTORS[node.op])
     if node.op in ("sort", "sort_desc"):
@@ -75,12 +78,8 @@ def aggregate(node: ast.VectorAggregation, inner: SeriesSet) -> SeriesSet:
     raise ValidationError(f"unsupported vector aggregation {node.op!r}")
 
 
-def _reduce(reducer: Reducer, grouping: ast.Grouping | None, inner: SeriesSet) -> SeriesSet:
-    # a `without` group's labels are built with Prometheus' labels.Builder, which leaves out
-    # empty values; the reference still groups by them, so two groups differing only in an empty
-    # value answer twice under one label set: here they are one group, as any later aggregation
-    # (and the merge of shards) makes them
-    groups = group_rows(inner.labels, grouping, without_empty=grouping is not None and grouping.without)
+def _reduce(reducer: Reducer, grouping: ast.Grouping | None, inner: SeriesSet, merged: bool) -> SeriesSet:
+    groups = group_rows(inner.labels, grouping, merge_empty=merged)
     n_steps = inner.n_steps
     values = np.zeros((len(groups), n_steps))
     present = np.zeros((len(groups), n_steps), dtype=bool)

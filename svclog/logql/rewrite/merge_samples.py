@@ -10,16 +10,13 @@ import numpy as np
 
 from svclog.logql import ast
 from svclog.logql.engine import binops, functions, vector_agg
+from svclog.logql.engine.answer import shape_answer
 from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import (
     MatrixResult,
     QueryResult,
-    Sample,
-    ScalarResult,
-    Series,
     VectorResult,
 )
-from svclog.logql.engine.samples import series_limit_error
 from svclog.logql.engine.series import ScalarSteps, SeriesSet
 from svclog.logql.rewrite.shard import Combine, Downstream
 from svclog.model import Labels, ValidationError
@@ -30,32 +27,55 @@ Value = SeriesSet | ScalarSteps
 def to_rows(result: QueryResult, steps: np.ndarray) -> SeriesSet:
     """A vector-valued partial as rows over the full evaluation grid `steps`."""
     if isinstance(result, VectorResult):
-        labels = [s.labels for s in result.samples]
-        values = np.array([[s.value] for s in result.samples], dtype=np.float64).reshape(len(labels), 1)
-        return SeriesSet(labels, values, np.ones((len(labels), 1), dtype=bool))
+        names = [s.labels for s in result.samples]
+        values = np.array([[s.value] for s in result.samples], dtype=np.float64).reshape(len(names), 1)
+        return SeriesSet(names, values, np.ones((len(names), 1), dtype=bool))
     if not isinstance(result, MatrixResult):
         raise TypeError(f"a metric partial must be a vector or a matrix, not {type(result).__name__}")
-    values = np.zeros((len(result.series), len(steps)))
-    present = np.zeros((len(result.series), len(steps)), dtype=bool)
-    for row, series in enumerate(result.series):
+    labels: list[Labels] = []
+    value_rows: list[np.ndarray] = []
+    present_rows: list[np.ndarray] = []
+    for series in result.series:
+        # a series holding k samples at a step is k rows joined (engine/answer.py): the k-th
+        # sample of every step goes back into the k-th row
         cols = np.searchsorted(steps, series.ts)
-        values[row, cols] = series.values
-        present[row, cols] = True
-    return SeriesSet([s.labels for s in result.series], values, present)
+        rank = np.zeros(len(cols), dtype=np.int64)
+        if len(cols) > 1 and (np.diff(cols) == 0).any():
+            first = np.searchsorted(cols, cols, side="left")
+            rank = np.arange(len(cols)) - first
+        for k in range(int(rank.max()) + 1 if len(rank) else 1):
+            at = rank == k
+            row_values = np.zeros(len(steps))
+            row_present = np.zeros(len(steps), dtype=bool)
+            row_values[cols[at]] = series.values[at]
+            row_present[cols[at]] = True
+            labels.append(series.labels)
+            value_rows.append(row_values)
+            present_rows.append(row_present)
+    if not labels:
+        return SeriesSet.empty(len(steps))
+    return SeriesSet(labels, np.stack(value_rows), np.stack(present_rows))
 
 
 def combine(parts: list[SeriesSet], how: Combine, n_steps: int) -> SeriesSet:
-    """Rows of all partials (time pieces and shards) with equal labels made one row.
+    """Rows of all partials (time pieces and shards) with equal labels made one row; the k-th of
+    several rows sharing a label set in a partial (engine/answer.py) joins the k-th of the others.
 
-    UNSHARDED/CONCAT partials never overlap at a step; SUM/MAX/MIN reduce where they do.
+    UNSHARDED/CONCAT partials never overlap at a step; SUM/MAX/MIN reduce where they do (their
+    partials hold no rows sharing a label set: shard.py runs such a leaf un-sharded).
     Rows come out sorted by labels.
     """
-    labels = [lb for part in parts for lb in part.labels]
+    keyed: list[tuple[Labels, int]] = []
+    for part in parts:
+        seen: dict[Labels, int] = {}
+        for lb in part.labels:
+            seen[lb] = seen.get(lb, -1) + 1
+            keyed.append((lb, seen[lb]))
     values = np.concatenate([p.values for p in parts]) if parts else np.zeros((0, n_steps))
     present = np.concatenate([p.present for p in parts]) if parts else np.zeros((0, n_steps), dtype=bool)
-    keys = sorted(set(labels))
-    index = {lb: i for i, lb in enumerate(keys)}
-    rows = np.array([index[lb] for lb in labels], dtype=np.int64)
+    keys = sorted(set(keyed))
+    index = {key: i for i, key in enumerate(keys)}
+    rows = np.array([index[key] for key in keyed], dtype=np.int64)
     out_present = np.zeros((len(keys), n_steps), dtype=bool)
     np.logical_or.at(out_present, rows, present)
     if how in (Combine.MAX, Combine.MIN):
@@ -64,7 +84,7 @@ def combine(parts: list[SeriesSet], how: Combine, n_steps: int) -> SeriesSet:
     else:
         out = np.zeros((len(keys), n_steps))
         np.add.at(out, rows, np.where(present, values, 0.0))
-    return SeriesSet(keys, out, out_present).compact()
+    return SeriesSet([lb for lb, _ in keys], out, out_present).compact()
 
 
 @singledispatch
@@ -110,27 +130,4 @@ def _aggregation(node: ast.VectorAggregation, leaves: Mapping[Downstream, Series
 
 def to_result(value: Value, params: QueryParams, steps: np.ndarray, max_series: int) -> QueryResult:
     """The final answer, shaped exactly as `evaluator.evaluate` shapes it."""
-    if isinstance(value, ScalarSteps):
-        if params.instant:
-            return ScalarResult(int(steps[0]), float(value.values[0]))
-        return MatrixResult([Series(Labels(), steps, value.values)])
-    value = value.compact()
-    if len(value) > max_series:
-        raise series_limit_error(max_series)
-    if params.instant:
-        samples = [
-            Sample(lb, int(steps[0]), float(v[0]))
-            for lb, v, p in zip(value.labels, value.values, value.present)
-            if p[0]
-        ]
-        return VectorResult(_order_samples(samples, value.order))
-    series = [Series(lb, steps[p], v[p]) for lb, v, p in zip(value.labels, value.values, value.present)]
-    return MatrixResult(sorted(series, key=lambda s: s.labels))
-
-
-def _order_samples(samples: list[Sample], order: str) -> list[Sample]:
-    samples = sorted(samples, key=lambda s: s.labels)
-    if not order:
-        return samples
-    sign = 1.0 if order == "asc" else -1.0
-    return sorted(samples, key=lambda s: (np.isnan(s.value), sign * s.value if not np.isnan(s.value) else 0.0))
+    return shape_answer(value, params.instant, steps, max_series)

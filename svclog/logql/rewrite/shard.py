@@ -28,7 +28,8 @@ from typing import Any, cast
 
 from svclog.logql import ast
 from svclog.logql.engine.avg_split import split_avg_over_time
-from svclog.logql.engine.frontend_merge import frontend_mergers
+from svclog.logql.engine.frontend_merge import frontend_mergers, merged_aggregations
+from svclog.logql.engine.vector_agg import REDUCERS
 
 
 class Combine(enum.Enum):
@@ -78,7 +79,7 @@ def shard_expr(expr: ast.Expr, shards: int) -> object:
     tree = _as_node(_analyse(expr, shards > 1))
     if any(split_avg_over_time(leaf.expr) is not leaf.expr for leaf in leaves(tree)):
         return Downstream(expr, Combine.UNSHARDED)
-    if not _same_mergers(expr, leaves(tree)):
+    if not _same_mergers(expr, leaves(tree)) or _shares_label_sets(tree):
         return Downstream(expr, Combine.UNSHARDED)
     return tree
 
@@ -87,11 +88,56 @@ def _same_mergers(expr: ast.Expr, parts: list[Downstream]) -> bool:
     """Whether every leaf, run alone, merges the range aggregations it holds as the whole query
     does (engine/frontend_merge.py): the merge drops empty-valued labels."""
     whole = frontend_mergers(expr)
+    whole_merged = merged_aggregations(expr)
+    in_whole = {id(node) for node in ast.walk(expr)}
     for leaf in parts:
         held = {id(node) for node in ast.walk(leaf.expr) if isinstance(node, ast.RangeAggregation)}
         if set(frontend_mergers(leaf.expr)) != held & set(whole):
             return False
+        # an average's sum and count parts are new nodes: whole and leaf alike merge them
+        held = {id(node) for node in ast.walk(leaf.expr) if isinstance(node, ast.VectorAggregation)} & in_whole
+        if merged_aggregations(leaf.expr) & held != whole_merged & held:
+            return False
     return True
+
+
+def _shares_label_sets(tree: object) -> bool:
+    """Whether the plan would combine rows that share a label set (engine/answer.py) as one: a
+    sharded leaf whose answer may hold such rows (its shards' rows would add up by label set,
+    where the reference keeps every shard's series apart until its frontend's `without` merge),
+    or a `without` aggregation the frontend evaluates (which keeps or merges them depending on
+    the whole query, frontend_merge.merged_aggregations)."""
+    for leaf in leaves(tree):
+        if leaf.combine is not Combine.UNSHARDED and _may_share(leaf.expr):
+            return True
+    return any(isinstance(node, ast.VectorAggregation) and _reduces_without(node) for node in _frontend_nodes(tree))
+
+
+def _may_share(expr: ast.Expr) -> bool:
+    root: object = expr
+    while isinstance(root, ast.VectorAggregation) and root.op in SELECTORS:
+        root = root.expr
+    if isinstance(root, ast.RangeAggregation):
+        return id(root) in frontend_mergers(expr)
+    return (
+        isinstance(root, ast.VectorAggregation) and _reduces_without(root) and id(root) not in merged_aggregations(expr)
+    )
+
+
+def _reduces_without(node: ast.VectorAggregation) -> bool:
+    return node.op in REDUCERS and node.grouping is not None and node.grouping.without
+
+
+def _frontend_nodes(node: object) -> list[object]:
+    """The nodes of a merge tree above its leaves."""
+    if isinstance(node, Downstream):
+        return []
+    found = [node]
+    for name in ("expr", "lhs", "rhs"):
+        child = getattr(node, name, None)
+        if isinstance(child, (ast.VectorAggregation, ast.BinaryOp, ast.LabelReplace, Downstream)):
+            found.extend(_frontend_nodes(child))
+    return found
 
 
 def leaves(tree: object) -> list[Downstream]:

@@ -12,7 +12,7 @@ from svclog.logql.engine.evaluator import evaluate
 from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.engine.params import QueryParams, step_times
 from svclog.logql.engine.result import MatrixResult, ScalarResult, StreamsResult, VectorResult
-from svclog.model import SvcError
+from svclog.model import Labels, SvcError
 from tests.logql.engine.script import EvalCommand, LoadCommand, close, parse_script
 
 SCRIPTS = sorted((Path(__file__).parent / "scripts").glob("*.test"))
@@ -58,26 +58,31 @@ def _check_vector(cmd: EvalCommand, result: object) -> None:
     assert isinstance(result, VectorResult), f"{cmd.query}: got {type(result).__name__}"
     got = [(s.labels, s.value) for s in result.samples]
     want = [(e.labels, e.values[0]) for e in cmd.expected]
-    if not cmd.ordered:
-        got.sort(key=lambda x: x[0])
-        want.sort(key=lambda x: x[0])
+    if not cmd.ordered:  # samples sharing a label set go by value
+        got.sort(key=lambda x: (x[0], x[1]))
+        want.sort(key=lambda x: (x[0], x[1]))
     assert [g[0] for g in got] == [w[0] for w in want], f"{cmd.query}: labels {got} != {want}"
     for (labels, g), (_, w) in zip(got, want):
         assert close(g, w), f"{cmd.query} {labels}: got {g}, want {w}"
 
 
 def _check_matrix(cmd: EvalCommand, result: object, steps: np.ndarray) -> None:
+    """A label set expected on several lines is one series holding each line's samples."""
     assert isinstance(result, MatrixResult), f"{cmd.query}: got {type(result).__name__}"
-    got = {s.labels: dict(zip(s.ts.tolist(), s.values.tolist())) for s in result.series}
-    want = {}
+    got = {s.labels: sorted(zip(s.ts.tolist(), s.values.tolist())) for s in result.series}
+    assert len(got) == len(result.series), f"{cmd.query}: a label set answers as two series"
+    want: dict[Labels, list[tuple[int, float]]] = {}
     for exp in cmd.expected:
         assert len(exp.values) == len(steps), f"{cmd.query}: {len(exp.values)} values for {len(steps)} steps"
-        want[exp.labels] = {int(t): v for t, v in zip(steps.tolist(), exp.values) if v is not None}
+        samples = want.setdefault(exp.labels, [])
+        samples.extend((int(t), v) for t, v in zip(steps.tolist(), exp.values) if v is not None)
     assert sorted(got) == sorted(want), f"{cmd.query}: series {sorted(got)} != {sorted(want)}"
     for labels, samples in want.items():
-        assert sorted(got[labels]) == sorted(samples), f"{cmd.query} {labels}: steps {got[labels]} != {samples}"
-        for t, v in samples.items():
-            assert close(got[labels][t], v), f"{cmd.query} {labels} @{t}: got {got[labels][t]}, want {v}"
+        samples.sort()
+        times = [t for t, _ in got[labels]]
+        assert times == [t for t, _ in samples], f"{cmd.query} {labels}: steps {got[labels]} != {samples}"
+        for (t, g), (_, w) in zip(got[labels], samples):
+            assert close(g, w), f"{cmd.query} {labels} @{t}: got {g}, want {w}"
 
 
 def _check_streams(cmd: EvalCommand, result: object) -> None:

@@ -31,7 +31,11 @@ def leaf_kinds(text: str, shards: int = 4) -> list[tuple[str, Combine]]:
         ('min(count_over_time({app="a"}[1m]))', Combine.MIN),
         ('rate({app="a"} |= "x" [1m])', Combine.CONCAT),
         (f"quantile_over_time(0.9, {UNWRAP} [1m])", None),  # unwrap drops a label: series may collide
-        ('count_over_time({app="a"} | drop pod [1m])', Combine.SUM),
+        ('sum by (app) (count_over_time({app="a"} | drop pod [1m]))', Combine.SUM),
+        # the reference's `without ()` merge of its shards may answer a label set twice
+        ('count_over_time({app="a"} | drop pod [1m])', None),
+        ('sum without (x) (count_over_time({app="a"} | drop pod [1m]))', Combine.SUM),
+        ('stddev without (x) (count_over_time({app="a"} | drop pod [1m]))', None),
         (f"max_over_time({UNWRAP} [1m]) by (x)", Combine.MAX),
         (f"sum(sum_over_time({UNWRAP} [1m]))", Combine.SUM),
         ('sum(sum by (x, y) (rate({app="a"}[1m])))', Combine.SUM),
@@ -61,8 +65,8 @@ def test_unshardable_runs_once(text: str) -> None:
     "text, outer, inner",
     [
         # series collide across shards: count and max need them merged first
-        ('count(count_over_time({app="a"} | drop pod [1m]))', "count", Combine.SUM),
-        ('max(rate({app="a"} | keep app [1m]))', "max", Combine.SUM),
+        ('count(sum by (app) (count_over_time({app="a"} | drop pod [1m])))', "count", Combine.SUM),
+        ('max(sum by (app) (rate({app="a"} | keep app [1m])))', "max", Combine.SUM),
         ('label_replace(rate({app="a"}[1m]), "x", "y", "app", ".*")', "label_replace", Combine.CONCAT),
     ],
 )
