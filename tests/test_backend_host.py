@@ -224,7 +224,9 @@ def test_looking_up_a_role_while_the_host_restarts_is_a_missing_actor_not_an_err
         raise ValueError(name)
 
     def restarting(ref, timeout=None):
-        raise ActorUnavailableError("The actor is temporarily unavailable: IOError: The actor is restarting.", b"\0" * 16)
+        raise ActorUnavailableError(
+            "The actor is temporarily unavailable: IOError: The actor is restarting.", b"\0" * 16
+        )
 
     monkeypatch.setattr(registry, "_hosted_here", frozenset())
     monkeypatch.setattr(ray, "get_actor", get_actor)

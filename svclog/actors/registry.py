@@ -44,7 +44,7 @@ def named_actor(name: str) -> Any:
     except ValueError:
         raise missing from None
     try:
-        roles = ray.get(host.roles.remote(), timeout=ROLES_TIMEOUT_S)
+        roles: list[str] = ray.get(host.roles.remote(), timeout=ROLES_TIMEOUT_S)
     except (RayActorError, GetTimeoutError) as err:  # restarting (Ray brings it back) or still building
         raise ValueError(f"{name!r} is not answering: the backend host hosting it is unavailable ({err})") from None
     if name not in roles:
