@@ -156,3 +156,28 @@ def test_a_paged_select_answers_as_one_select_with_replicas_paging_apart(tmp_pat
     assert whole[1:] == (48, 48)
     assert select_all(1) == whole  # one stream a page
     assert select_all(150) == whole  # pages of two or three streams, cut apart on the two replicas
+
+
+def test_a_filtered_select_pages_in_label_order_and_counts_what_it_scanned():
+    """Streams are filtered side by side on a pool (svclog/ingester/instance.py `_filtered_page`):
+    pages still come in label order, end after the stream that fills them, and count the lines
+    and chunks of the streams taken, not of those filtered ahead and dropped."""
+    apps = [f"app{i:02d}" for i in range(20)]
+    instance = _instance(*(_stream(app, [1, 2, 3], [f"hello {app}", "bye", "hello " + "x" * 20]) for app in apps))
+    for app in apps[::4]:
+        _cut(instance, app)  # some streams' lines sit in cut chunks, the rest in heads
+    whole, whole_scan = instance.select_scanned(ANY_APP, 0, 10, line_filters=HELLO)
+    assert [labels.get("app") for labels, _ in whole] == apps
+    assert all(t.column("line").to_pylist()[0].startswith("hello") and t.num_rows == 2 for _, t in whole)
+    assert whole_scan.head_lines + whole_scan.chunk_lines == 60 and whole_scan.chunks == 20
+    pages, after, lines, chunks = [], None, 0, 0
+    while True:
+        found, scan, after, _ = instance.select_page(ANY_APP, 0, 10, line_filters=HELLO, after=after, page_bytes=100)
+        pages.append([labels.get("app") for labels, _ in found])
+        lines += scan.head_lines + scan.chunk_lines
+        chunks += scan.chunks
+        if after is None:
+            break
+    assert [app for page in pages for app in page] == apps
+    assert len(pages) > 3 and all(len(page) <= 3 for page in pages)  # 2 lines of ~31 bytes per stream
+    assert (lines, chunks) == (60, 20)
