@@ -44,12 +44,6 @@ class ValidationError(SvcError):
     """Bad request parameters or push content."""
 
 
-class MatchingError(ValidationError):
-    """Operands a vector operator cannot match, worded as the reference words them. The reference
-    answers these untyped, as a 500; they are the query's fault, and no query a user can send
-    earns a 5xx here (issue 17), so they stay the 400 they were."""
-
-
 class TenantError(SvcError):
     """Missing or invalid X-Scope-OrgID."""
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from svclog.logql import ast
 from svclog.logql.engine.series import ScalarSteps, SeriesSet, merge_same_labels
-from svclog.model import Labels, MatchingError, ValidationError
+from svclog.model import Labels, ValidationError
 
 Operand = SeriesSet | ScalarSteps
 
@@ -144,7 +144,9 @@ def _vector_vector(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> Series
     for same in one_rows.values():
         # every step's "one" side is checked whole, matched or not (evaluator.go vectorBinop)
         if len(same) > 1 and (one.present[same].sum(axis=0) > 1).any():
-            raise MatchingError(
+            # worded as the reference's; it answers these (and "multiple matches") untyped, a 500,
+            # but they are the query's fault and no query earns a 5xx here: a 400
+            raise ValidationError(
                 f"found duplicate series on the {'left' if swapped else 'right'} hand-side;"
                 "many-to-many matching not allowed: matching labels must be unique on one side"
             )
@@ -173,4 +175,4 @@ def _vector_vector(node: ast.BinaryOp, lhs: SeriesSet, rhs: SeriesSet) -> Series
         if card == "one-to-one"
         else "multiple matches for labels: grouping labels must ensure unique matches"
     )
-    return merge_same_labels(labels, np.stack(values), np.stack(present), message, MatchingError).compact()
+    return merge_same_labels(labels, np.stack(values), np.stack(present), message).compact()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from svclog.model import Labels, SvcError, ValidationError
+from svclog.model import Labels, ValidationError
 
 
 @dataclass
@@ -54,7 +54,6 @@ def merge_same_labels(
     values: np.ndarray,
     present: np.ndarray,
     what: str = "vector cannot contain metrics with the same labelset",
-    error: type[SvcError] = ValidationError,
 ) -> SeriesSet:
     """Combine rows that carry the same labels; two present samples at one step are an error."""
     index: dict[Labels, int] = {}
@@ -68,7 +67,7 @@ def merge_same_labels(
     counts = np.zeros((n_out, values.shape[1]), dtype=np.int64)
     np.add.at(counts, rows_arr, present.astype(np.int64))
     if (counts > 1).any():
-        raise error(what)
+        raise ValidationError(what)
     out_values = np.zeros((n_out, values.shape[1]))
     np.add.at(out_values, rows_arr, np.where(present, values, 0.0))
     # NaN samples would be lost by the masked add: put them back where present.

@@ -10,8 +10,6 @@ import numpy as np
 
 from svclog.logql import ast
 from svclog.logql.engine import binops, functions, vector_agg
-from svclog.logql.engine.answer import shape_answer
-from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import (
     MatrixResult,
     QueryResult,
@@ -126,8 +124,3 @@ def _aggregation(node: ast.VectorAggregation, leaves: Mapping[Downstream, Series
     if not isinstance(inner, SeriesSet):
         raise ValidationError(f"{node.op} expects a vector")
     return vector_agg.aggregate(node, inner)
-
-
-def to_result(value: Value, params: QueryParams, steps: np.ndarray, max_series: int) -> QueryResult:
-    """The final answer, shaped exactly as `evaluator.evaluate` shapes it."""
-    return shape_answer(value, params.instant, steps, max_series)

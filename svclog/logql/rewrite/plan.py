@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from svclog.logql import ast
+from svclog.logql.engine.answer import shape_answer
 from svclog.logql.engine.evaluator import DEFAULT_MAX_SERIES
 from svclog.logql.engine.params import QueryParams, step_times, validate
 from svclog.logql.engine.result import QueryResult, StreamsResult
 from svclog.logql.rewrite.merge_logs import merge_streams
-from svclog.logql.rewrite.merge_samples import combine, eval_tree, to_result, to_rows
+from svclog.logql.rewrite.merge_samples import combine, eval_tree, to_rows
 from svclog.logql.rewrite.shard import Combine, Downstream, leaves, shard_expr
 from svclog.logql.rewrite.subquery import SubQuery
 from svclog.logql.rewrite.time_split import log_pieces, step_pieces
@@ -108,6 +109,6 @@ def _plan_metric(expr: ast.Expr, params: QueryParams, interval_ns: int, shards: 
         for leaf, partial in zip(keys, partials):
             by_leaf.setdefault(leaf, []).append(to_rows(partial, steps))
         merged = {leaf: combine(parts, leaf.combine, len(steps)) for leaf, parts in by_leaf.items()}
-        return to_result(eval_tree(tree, merged, len(steps)), params, steps, max_series)
+        return shape_answer(eval_tree(tree, merged, len(steps)), params.instant, steps, max_series)
 
     return Plan(tuple(subs), merge)
