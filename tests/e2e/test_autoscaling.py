@@ -51,7 +51,7 @@ def test_queriers_follow_the_load_onto_new_read_nodes_and_back_while_writes_keep
     assert len(result["spread_nodes"]) >= 2, result["spread_nodes"]
     # fairness: while all three actor paths had work queued, each got a third of the hand-outs
     assert set(result["fair_codes"].values()) == {200}
-    assert result["fair_contended"] >= 30
+    assert result["fair_contended"] >= 90
     for path, share in result["fair_shares"].items():
         assert abs(share - 1 / 3) <= FAIR_TOLERANCE / 3, (path, result["fair_shares"])
     assert code == 0, err[-3000:]
