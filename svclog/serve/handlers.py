@@ -25,7 +25,7 @@ from svclog.model import NotFoundError, ParseError, SvcError, ValidationError
 from svclog.querier.source import TENANT_LABEL
 from svclog.querier.volume import cap_volume_series, validate_aggregate_by, volume_fetch_limit
 from svclog.scheduler.actor_path import actor_path_from_headers
-from svclog.serve import drilldown, json_pieces, telemetry
+from svclog.serve import drilldown, json_body, telemetry
 from svclog.serve.backend import Backend
 from svclog.serve.codecs.otlp import DEFAULT_INDEX_LABELS
 from svclog.serve.codecs.parquet import to_parquet, wants_parquet
@@ -115,7 +115,7 @@ class QueryHandlers:
             log_query(tenants, req, 200, seconds, data, tags)
             if wants_parquet(request.headers.get("accept")):
                 return Response(to_parquet(data), media_type="application/vnd.apache.parquet")
-            body = await json_pieces.encode({"status": "success", "data": with_encoding_flags(data, flags)}, data)
+            body = json_body.dumps({"status": "success", "data": with_encoding_flags(data, flags)})
             return Response(body, media_type="application/json")
         except SvcError as err:
             status, seconds = int(getattr(err, "status", 400)), time.perf_counter() - began
