@@ -8,7 +8,7 @@ does. The deprecated paths answer the legacy shape, which shows only the stream 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 from svclog.ingester.tail import DroppedEntry, TailEntry, tail_message
@@ -32,7 +32,7 @@ def tail_encoding(path: str, headers: Mapping[str, str]) -> tuple[Encode, bool]:
     return partial(tail_message, flags=flags, categorize=categorize), categorize
 
 
-def replayed_entry(stream: Mapping[str, str], value: list) -> TailEntry:
+def replayed_entry(stream: Mapping[str, str], value: Sequence) -> TailEntry:
     """A log query result's entry as a tail entry; a categorized one (`[ts, line, {...}]`)
     keeps its structured metadata and parsed labels apart from the stream's."""
     labels = Labels.from_dict(stream)

@@ -50,18 +50,18 @@ def _streams(result: StreamsResult) -> dict[str, Any]:
     }
 
 
-def _values(stream: Stream) -> list[list[Any]]:
+def _values(stream: Stream) -> list[tuple[Any, ...]]:
+    """Each entry as a tuple (JSON encodes it as the array `[ts, line]`), built by `zip` and `map`
+    in C: a 40000-line answer took a per-entry Python loop of the gateway's GIL before."""
+    times = map(str, stream.ts.tolist())
     if stream.entry_labels is None:
-        return [[str(int(t)), line] for t, line in zip(stream.ts.tolist(), stream.lines)]
+        return list(zip(times, stream.lines))
     # categorize-labels: a third element per entry, `{}` when it has neither kind
     rendered: dict[EntryLabels, dict[str, Any]] = {}
     for labels in stream.entry_labels:
         if labels not in rendered:
             rendered[labels] = _entry_labels(labels)
-    return [
-        [str(int(t)), line, rendered[labels]]
-        for t, line, labels in zip(stream.ts.tolist(), stream.lines, stream.entry_labels)
-    ]
+    return list(zip(times, stream.lines, map(rendered.__getitem__, stream.entry_labels)))
 
 
 def _entry_labels(labels: EntryLabels) -> dict[str, Any]:
