@@ -48,8 +48,8 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
             Stream(
                 keys[int(groups[lo])],
                 ts[rows],
-                [lines[r] for r in picked_rows],
-                [entry_labels[r] for r in picked_rows] if entry_labels is not None else None,
+                list(map(lines.__getitem__, picked_rows)),  # in C: answers can hold 100000 lines
+                list(map(entry_labels.__getitem__, picked_rows)) if entry_labels is not None else None,
             )
         )
     return StreamsResult(out)
