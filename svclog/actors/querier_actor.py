@@ -23,6 +23,7 @@ from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri, replication_factor
 from svclog.log_level import apply_level
 from svclog.logql.engine.guard import QueryCancelled, QueryGuard, QueryLimits
+from svclog.querier.priority import LongWorkPriority
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.querier.running import RunningQueries
 from svclog.scheduler import Assignment
@@ -50,6 +51,7 @@ class QuerierActor:
         self._pullers: list[threading.Thread] = []
         self._slots = 0  # pull loops, as the scheduler is told
         self.running = RunningQueries()  # what the pull loops run, stopped when the scheduler says so
+        self.priority = LongWorkPriority()  # long sub-queries at a lower CPU priority (Linux, if reversible)
         self.calls = RunningQueries()  # direct calls (metadata, the ruler's queries), stopped by ray.cancel
         self._call_ids = itertools.count()
         self._stopping = threading.Event()
@@ -130,7 +132,8 @@ class QuerierActor:
         self.running.start(assignment.ticket, guard)
         answered = False
         try:
-            partial = self.querier.execute(tenants, sub, guard)
+            with self.priority.lowered_when_long():  # a heavy sub-query yields the CPU to short ones
+                partial = self.querier.execute(tenants, sub, guard)
             partial.stats.extra["queue_seconds"] = assignment.queue_seconds
             answered = True
         except QueryCancelled:

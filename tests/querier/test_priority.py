@@ -1,0 +1,69 @@
+"""Long sub-queries run at a lower CPU priority, and only while they run."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from svclog.querier import priority
+from svclog.querier.priority import LongWorkPriority
+
+
+def _niceness() -> int:
+    return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+
+def _in_thread(fn):
+    """Run fn on a fresh thread (its niceness changes must not outlive the test) and return its result."""
+    out: list = []
+    thread = threading.Thread(target=lambda: out.append(fn()))
+    thread.start()
+    thread.join()
+    return out[0]
+
+
+def test_a_long_block_is_lowered_after_the_delay_and_raised_back():
+    if not priority.can_restore_priority():
+        # where priorities cannot be raised back nothing is lowered (checked below with enabled=False)
+        assert LongWorkPriority().enabled is False
+        return
+
+    def run():
+        work = LongWorkPriority(after_s=0.02, niceness=7)
+        base = _niceness()
+        with work.lowered_when_long():
+            at_start = _niceness()
+            time.sleep(0.2)
+            late = _niceness()
+        return base, at_start, late, _niceness()
+
+    base, at_start, late, after = _in_thread(run)
+    assert at_start == base and late == max(base, 7) and after == base
+
+
+def test_a_short_block_keeps_its_priority_and_the_timer_never_fires_late():
+    def run():
+        work = LongWorkPriority(after_s=0.05, niceness=9, enabled=priority.can_restore_priority())
+        base = _niceness()
+        for _ in range(20):
+            with work.lowered_when_long():
+                pass
+        time.sleep(0.15)  # past every cancelled timer's delay
+        return base, _niceness()
+
+    base, after = _in_thread(run)
+    assert after == base
+
+
+def test_disabled_work_is_never_lowered():
+    def run():
+        work = LongWorkPriority(after_s=0.0, niceness=9, enabled=False)
+        base = _niceness()
+        with work.lowered_when_long():
+            time.sleep(0.05)
+            inside = _niceness()
+        return base, inside
+
+    base, inside = _in_thread(run)
+    assert inside == base
