@@ -21,9 +21,9 @@ from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, Finished
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri, replication_factor
+from svclog.cpu_priority import LongWorkPriority
 from svclog.log_level import apply_level
 from svclog.logql.engine.guard import QueryCancelled, QueryGuard, QueryLimits
-from svclog.querier.priority import LongWorkPriority
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.querier.running import RunningQueries
 from svclog.scheduler import Assignment

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from svclog.cpu_priority import at_callers_priority
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -42,7 +44,7 @@ def in_order(items: Iterable[T], work: Callable[[T], R]) -> Iterator[R]:
 def _submit(work: Callable[[T], R], item: T) -> Future[R]:
     if _idle.acquire(blocking=False):
         try:
-            future = _pool.submit(work, item)
+            future = _pool.submit(at_callers_priority(work), item)
         except BaseException:
             _idle.release()
             raise

@@ -19,10 +19,13 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
 
 log = logging.getLogger("svclog")
+P = ParamSpec("P")
+R = TypeVar("R")
 
 LONG_AFTER_S = 0.05  # a small query's whole sub-query takes a few ms on an idle querier
 LONG_NICENESS = 10  # CFS weight 110 against 1024 at niceness 0
@@ -101,3 +104,24 @@ class LongWorkPriority:
                         _set_niceness(tid, base)
                     except OSError:
                         log.warning("could not raise a querier thread's priority back to %d", base)
+
+
+def at_callers_priority(work: Callable[P, R]) -> Callable[P, R]:
+    """`work` to run on a helper thread at the niceness its caller has now (a lowered sub-query's
+    blocks stay lowered on the helpers), and the helper's own niceness back afterwards."""
+    if not can_restore_priority():
+        return work
+    callers = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        tid = threading.get_native_id()
+        own = os.getpriority(os.PRIO_PROCESS, tid)
+        if own == callers:
+            return work(*args, **kwargs)
+        _set_niceness(tid, callers)
+        try:
+            return work(*args, **kwargs)
+        finally:
+            _set_niceness(tid, own)
+
+    return run

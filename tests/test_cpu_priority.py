@@ -1,4 +1,4 @@
-"""Long sub-queries run at a lower CPU priority, and only while they run."""
+"""Long sub-queries run at a lower CPU priority, only while they run, and so does the work they hand to helpers."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import os
 import threading
 import time
 
-from svclog.querier import priority
-from svclog.querier.priority import LongWorkPriority
+from svclog import cpu_priority as priority
+from svclog.cpu_priority import LongWorkPriority
 
 
 def _niceness() -> int:
@@ -67,3 +67,23 @@ def test_disabled_work_is_never_lowered():
 
     base, inside = _in_thread(run)
     assert inside == base
+
+
+def test_helper_work_runs_at_its_callers_priority_and_the_helper_returns_to_its_own():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from svclog.cpu_priority import at_callers_priority
+
+    capable = priority.can_restore_priority()
+    with ThreadPoolExecutor(1) as helper:
+        helper_own = helper.submit(_niceness).result()
+
+        def caller():
+            if capable:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), helper_own + 4)
+            seen = helper.submit(at_callers_priority(lambda _: _niceness()), None).result()
+            return seen, helper.submit(_niceness).result()
+
+        seen, helper_after = _in_thread(caller)
+    assert seen == (helper_own + 4 if capable else helper_own)
+    assert helper_after == helper_own
