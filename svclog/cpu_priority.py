@@ -4,8 +4,8 @@ A querier thread whose sub-query has run for `LONG_AFTER_S` is lowered to nicene
 `LONG_NICENESS` (Linux sets it per thread) until that sub-query ends. Short queries, and the
 gateway, scheduler and ingester work they wait on, then win the cores first, while a heavy
 query still gets whatever they leave. On two cores, with one tenant's heavy sequence looping,
-another tenant's small queries answered at p99 133-148 ms instead of 182-205 ms
-(tests/e2e/test_heavy_tenant.py, alternating runs; idle p99 44-63 ms).
+another tenant's small queries answered at p99 123 and 104 ms instead of 137 and 139 ms
+(tests/e2e/test_heavy_tenant.py, alternating runs; idle p99 40-50 ms).
 
 Only where the process may raise a thread's priority back (root with CAP_SYS_NICE, or a
 RLIMIT_NICE that allows it): elsewhere a lowered thread would stay low for its next sub-query,

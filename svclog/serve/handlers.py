@@ -7,7 +7,6 @@ tests/fuzz/harness.py's to in-process components.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -40,8 +39,7 @@ log = logging.getLogger("svclog")
 
 
 def _json(data: Any, status: int = 200) -> Response:
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
-    return Response(body, status_code=status, media_type="application/json")
+    return Response(json_body.dumps(data), status_code=status, media_type="application/json")
 
 
 class QueryHandlers:
@@ -115,8 +113,7 @@ class QueryHandlers:
             log_query(tenants, req, 200, seconds, data, tags)
             if wants_parquet(request.headers.get("accept")):
                 return Response(to_parquet(data), media_type="application/vnd.apache.parquet")
-            body = json_body.dumps({"status": "success", "data": with_encoding_flags(data, flags)})
-            return Response(body, media_type="application/json")
+            return _json({"status": "success", "data": with_encoding_flags(data, flags)})
         except SvcError as err:
             status, seconds = int(getattr(err, "status", 400)), time.perf_counter() - began
             telemetry.record_query(endpoint, status, seconds)

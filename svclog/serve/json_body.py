@@ -1,4 +1,4 @@
-"""A query answer's JSON body, made by orjson.
+"""The JSON body of query, metadata and pattern answers, made by orjson.
 
 The standard encoder holds the GIL for its whole run and took ~35 ms for a 40000-line answer
 (~4 MB), so the gateway used to encode large answers on a worker thread in 1000-entry pieces

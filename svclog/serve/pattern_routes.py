@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -25,6 +24,7 @@ from svclog.model import (
     parse_timestamp,
 )
 from svclog.pattern.ingester import merge_tenants
+from svclog.serve import json_body
 from svclog.serve.errors import error_response, query_error_response
 from svclog.serve.request_params import read_params
 from svclog.serve.tenants import Tenants
@@ -81,5 +81,4 @@ class PatternHandlers:
             data = merge_tenants(list(answers))
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
             return query_error_response(err)
-        body = json.dumps({"status": "success", "data": data}, ensure_ascii=False, separators=(",", ":"))
-        return Response(body.encode(), media_type="application/json")
+        return Response(json_body.dumps({"status": "success", "data": data}), media_type="application/json")
