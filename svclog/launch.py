@@ -161,8 +161,13 @@ def start(cfg: Config, host_gateway: bool = False) -> dict:
         ring = RemoteRing.options(**ring_options()).remote(cfg.common.ring.heartbeat_timeout)
         ray.get(ring.snapshot.remote())
     if "ingester" in wanted:
+        hosted = ingester_querier(cfg, wanted)
         ingesters = [
-            RemoteIngester.options(**ingester_options(i, cfg.ray.ingester_num_cpus)).remote(cfg, f"ingester-{i}")
+            RemoteIngester.options(
+                **ingester_options(
+                    i, cfg.ray.ingester_num_cpus + (cfg.ray.querier_num_cpus if i == 0 and hosted else 0)
+                )
+            ).remote(cfg, f"ingester-{i}", hosted if i == 0 else None)
             for i in range(num_ingesters(cfg))
         ]
     if not hosts_backend(cfg):
@@ -325,6 +330,17 @@ def hosts_querier(cfg: Config, wanted: frozenset[str] | set[str]) -> bool:
     keeps its own process: hosting it instead cost ~17% of the ingest rate and doubled the push p99 at
     1M bench lines, its pushes waiting for the GIL behind the pattern ingester's mining."""
     return hosts_backend(cfg) and "querier" in wanted and max(1, cfg.ray.num_queriers) == 1
+
+
+def ingester_querier(cfg: Config, wanted: frozenset[str] | set[str]) -> str | None:
+    """The id of the querier the first ingester's process runs as well, or None. A local start of one
+    querier has it (`ray.ingester_querier`): the backend host's querier is one process, whose Python
+    runs on one core at a time, while the ingester's process idles during queries. It only pulls
+    sub-queries from the scheduler, so nothing looks it up by name; pushes keep their own threads,
+    and its long sub-queries drop to a lower CPU priority (cpu_priority.py) as every querier's do."""
+    if hosts_querier(cfg, wanted) and "ingester" in wanted and cfg.ray.ingester_querier:
+        return querier_name(1)
+    return None
 
 
 def start_backends(cfg: Config, wanted: frozenset[str] | set[str]) -> list:

@@ -204,6 +204,20 @@ def test_a_single_querier_start_hosts_its_querier_too(tmp_path):
     assert [p.role for p in backend_parts(two, {"querier"})] == ["ring"]
 
 
+def test_a_single_querier_start_runs_a_second_querier_in_the_ingesters_process(tmp_path):
+    """The backend host's querier is one process (one core of Python at a time); the first ingester's
+    process pulls sub-queries too, unless `ray.ingester_querier` is off or the queriers are actors."""
+    from svclog.launch import ingester_querier
+
+    cfg = load_config(None, [f"-common.path-prefix={tmp_path}"])
+    assert ingester_querier(cfg, {"querier", "ingester", "query-scheduler"}) == "querier-1"
+    assert ingester_querier(cfg, {"querier", "query-scheduler"}) is None  # no ingester in this start
+    off = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.ingester-querier=false"])
+    assert ingester_querier(off, {"querier", "ingester"}) is None
+    two = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.num-queriers=2"])
+    assert ingester_querier(two, {"querier", "ingester"}) is None  # queriers of their own instead
+
+
 def test_looking_up_a_role_while_the_host_restarts_is_a_missing_actor_not_an_error(monkeypatch):
     """A push during the backend host's restart looked the ring up and met Ray's ActorUnavailableError,
     which reached the client as a 500; it is the 503 of a missing actor, which shippers retry."""

@@ -14,6 +14,7 @@ from svclog.actors.calls import CALL_TIMEOUT_S, ActorUnavailable, call_cancelled
 from svclog.actors.clients import RingClient
 from svclog.actors.gc_freeze import freeze_startup_heap
 from svclog.actors.options import RING_NAME
+from svclog.actors.querier_actor import QuerierActor
 from svclog.actors.ring_member import RingMember
 from svclog.config import Config, limits_for, object_store_uri, replication_factor, wal_dir
 from svclog.ingester.ingester import Ingester, IngesterSettings
@@ -46,7 +47,7 @@ def ingester_settings(cfg: Config, instance_id: str) -> IngesterSettings:
 
 
 class IngesterActor:
-    def __init__(self, cfg: Config, instance_id: str):
+    def __init__(self, cfg: Config, instance_id: str, querier_id: str | None = None):
         apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         self.cfg = cfg
         self.instance_id = instance_id
@@ -65,6 +66,9 @@ class IngesterActor:
         )
         self.lifecycle.join()
         self._loop.start()
+        # a local start's second querier (launch.ingester_querier): its pull loops take sub-queries
+        # from the scheduler with this process's Python, idle while queries run
+        self.querier = QuerierActor(cfg, querier_id) if querier_id is not None else None
         _install_signal_hook(self)
         freeze_startup_heap()  # a full GC would hold pushes up walking the start-up heap (gc_freeze.py)
 
