@@ -334,10 +334,10 @@ def hosts_querier(cfg: Config, wanted: frozenset[str] | set[str]) -> bool:
 
 def ingester_querier(cfg: Config, wanted: frozenset[str] | set[str]) -> str | None:
     """The id of the querier the first ingester's process runs as well, or None. A local start of one
-    querier has it (`ray.ingester_querier`): the backend host's querier is one process, whose Python
-    runs on one core at a time, while the ingester's process idles during queries. It only pulls
-    sub-queries from the scheduler, so nothing looks it up by name; pushes keep their own threads,
-    and its long sub-queries drop to a lower CPU priority (cpu_priority.py) as every querier's do."""
+    querier has it when `ray.ingester_querier` asks: the backend host's querier is one process, whose
+    Python runs on one core at a time, while the ingester's process idles during queries. It only
+    pulls sub-queries from the scheduler, so nothing looks it up by name. Off by default: pushes and
+    other tenants' selects then wait on the ingester's GIL behind heavy queries."""
     if hosts_querier(cfg, wanted) and "ingester" in wanted and cfg.ray.ingester_querier:
         return querier_name(1)
     return None

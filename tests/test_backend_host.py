@@ -206,15 +206,15 @@ def test_a_single_querier_start_hosts_its_querier_too(tmp_path):
 
 def test_a_single_querier_start_runs_a_second_querier_in_the_ingesters_process(tmp_path):
     """The backend host's querier is one process (one core of Python at a time); the first ingester's
-    process pulls sub-queries too, unless `ray.ingester_querier` is off or the queriers are actors."""
+    process can pull sub-queries too (`ray.ingester_querier`), unless the queriers are actors."""
     from svclog.launch import ingester_querier
 
-    cfg = load_config(None, [f"-common.path-prefix={tmp_path}"])
+    off = load_config(None, [f"-common.path-prefix={tmp_path}"])
+    assert ingester_querier(off, {"querier", "ingester"}) is None  # off by default: pushes keep their process
+    cfg = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.ingester-querier=true"])
     assert ingester_querier(cfg, {"querier", "ingester", "query-scheduler"}) == "querier-1"
     assert ingester_querier(cfg, {"querier", "query-scheduler"}) is None  # no ingester in this start
-    off = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.ingester-querier=false"])
-    assert ingester_querier(off, {"querier", "ingester"}) is None
-    two = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.num-queriers=2"])
+    two = load_config(None, [f"-common.path-prefix={tmp_path}", "-ray.num-queriers=2", "-ray.ingester-querier=true"])
     assert ingester_querier(two, {"querier", "ingester"}) is None  # queriers of their own instead
 
 

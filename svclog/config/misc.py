@@ -80,11 +80,13 @@ class RayConfig:
     # binary does: a second process cost ~155 MB idle and measured no faster on 2 cores
     # (docs/architecture.md, footprint). Clusters set their own (cluster.yaml).
     num_queriers: int = 1
-    # A local single-node start of one querier (hosted by the backend host) runs a second querier in
-    # the first ingester's process: one process's Python runs on one core at a time, and the
-    # ingester's sits nearly idle while queries run. 8 bench clients: 24-27 against 15-16 q/s at the
-    # same peak RSS (docs/architecture.md, session 15). false: the backend host's querier alone.
-    ingester_querier: bool = True
+    # true: a local single-node start of one querier (hosted by the backend host) runs a second
+    # querier in the first ingester's process. One process's Python runs on one core at a time, so
+    # 8 bench clients got 24-27 against 15-16 q/s at about the same peak RSS; but pushes and a light
+    # tenant's queries then wait on the ingester's process behind heavy queries (push p99 27 -> 55
+    # ms, a light tenant's p50 under a heavy loop 223-284 -> 447-449 ms). Off by default for that
+    # isolation (docs/architecture.md, session 15).
+    ingester_querier: bool = False
     # On a joined cluster the querier count follows the scheduler's load between num_queriers and
     # max_queriers (0: fixed at num_queriers); svclog/actors/querier_scaler.py
     max_queriers: int = 0
