@@ -42,7 +42,7 @@ def serve_command(tmp_path):
     port = free_port()
     procs: list[subprocess.Popen] = []
 
-    def start() -> subprocess.Popen:
+    def start(*flags: str) -> subprocess.Popen:
         proc = subprocess.Popen(
             [
                 SVCLOG,
@@ -50,6 +50,7 @@ def serve_command(tmp_path):
                 f"-config.file={REPO / 'examples' / 'conformance.yaml'}",
                 f"-server.http-listen-port={port}",
                 f"-common.path-prefix={tmp_path / 'data'}",
+                *flags,
             ],
             cwd=tmp_path,
             env=env,
@@ -168,12 +169,14 @@ def _pushed_lines(url: str, tenant: str) -> set[int]:
         start = max(ts for ts, _ in values) + 1
 
 
-def test_killing_the_ingester_and_then_the_backend_host_loses_no_acknowledged_push(serve_command):
+@pytest.mark.parametrize("flags", [(), ("-ray.ingester-querier=true",)], ids=["default", "ingester-querier"])
+def test_killing_the_ingester_and_then_the_backend_host_loses_no_acknowledged_push(serve_command, flags):
     """The default layout: kill -9 the ingester's process mid-push (Ray restarts it, it replays its WAL),
     then the backend host's, which runs the querier, scheduler, ring, compactor, ruler and pattern
-    ingester (Ray restarts them all): every acknowledged entry is found, and queries answer again."""
+    ingester (Ray restarts them all): every acknowledged entry is found, and queries answer again.
+    With `ray.ingester_querier` the ingester's process pulls sub-queries too, and restarts with them."""
     start, url = serve_command
-    proc = start()
+    proc = start(*flags)
     acked: list[int] = []
     stop = threading.Event()
 
