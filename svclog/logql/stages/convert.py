@@ -80,12 +80,31 @@ _MAX_BYTES = 2 * _MAX_DIGITS + 5  # sign, dot, unit of up to 3 bytes
 _SAFE_NS = 1 << 62  # whole * unit below this cannot overflow int64 once the fraction is added
 
 
+# Logged durations repeat (the bench's 400k have 8.6k distinct strings): on a stream's column the
+# numpy reader's ~25 passes over every entry cost more than a dictionary encoding (~40 ns an
+# entry) and the passes over the distinct strings alone. In process, over the bench's logfmt
+# lines a stream (~40k entries) at a time: 68 ms directly, 16 ms through the dictionary.
+_DICTIONARY_MIN_ENTRIES = 2048
+_DICTIONARY_MAX_SHARE = 0.5  # distinct strings per entry above which the dictionary does not pay
+
+
 def _durations(
     arr: pa.Array, scale: Callable[[np.ndarray], np.ndarray], convert: Callable[[str], float]
 ) -> tuple[pa.Array, pa.Array]:
     arr = arr.cast(pa.string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    if len(arr) >= _DICTIONARY_MIN_ENTRIES:
+        encoded = pc.dictionary_encode(arr)
+        if len(encoded.dictionary) <= _DICTIONARY_MAX_SHARE * len(arr):
+            values, errors = _durations_of(encoded.dictionary, scale, convert)
+            return pc.take(values, encoded.indices), pc.take(errors, encoded.indices)
+    return _durations_of(arr, scale, convert)
+
+
+def _durations_of(
+    arr: pa.Array, scale: Callable[[np.ndarray], np.ndarray], convert: Callable[[str], float]
+) -> tuple[pa.Array, pa.Array]:
     ns, done = _simple_durations_ns(arr)
     if not done.any():
         return _per_distinct(arr, convert)

@@ -1,10 +1,12 @@
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from svclog.logql.source import METADATA_TYPE, StreamBlock
 from svclog.logql.stages import (
     block_to_batch,
     group_by_labels,
     parse_bytes_values,
+    parse_duration_ns_values,
     parse_duration_values,
     parse_float_values,
     set_error,
@@ -92,3 +94,19 @@ def test_bytes_conversion_is_go_humanize_parse_bytes():
         'strconv.ParseFloat: parsing "1\\xd9": invalid syntax',
         "too large: 20000EB",
     ]
+
+
+def test_durations_of_a_long_column_with_repeats_are_read_as_each_entry_alone():
+    """A long column of repeating strings is read through its dictionary: values and errors per
+    entry are those of reading every entry on its own (nulls, odd spellings and errors included)."""
+    texts = ["250ms", "1m30s", "12", None, "-1.5h", "3µs", "0", "bad", "2.000000000000001s", "+7ns"]
+    column = pa.array([texts[(i * 7) % len(texts)] for i in range(5000)], pa.string())
+    assert len(pc.unique(column)) <= len(column) // 2  # the dictionary's path
+    values, errors = parse_duration_ns_values(column)
+    alone = [parse_duration_ns_values(pa.array([text], pa.string())) for text in texts]
+    for i, text in enumerate(column.to_pylist()):
+        one_value, one_error = alone[texts.index(text)]
+        assert values[i].as_py() == one_value[0].as_py()
+        assert errors[i].as_py() == one_error[0].as_py()
+    sliced = column.slice(1000, 3000)
+    assert parse_duration_values(sliced)[0].to_pylist() == parse_duration_values(column)[0].to_pylist()[1000:4000]
