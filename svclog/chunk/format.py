@@ -12,7 +12,7 @@ them. Chunks written without it read as before (every block in range is decoded)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,7 +114,12 @@ def encode_chunk(
 ) -> bytes:
     """Serialise a (ts-sorted) table with CHUNK_SCHEMA columns into chunk bytes."""
     table = table.select(["ts", "line", "metadata"]).cast(CHUNK_SCHEMA)
-    batches = split_blocks(table, block_bytes)
+    return encode_blocks(split_blocks(table, block_bytes), encoding=encoding, token_index=token_index)
+
+
+def encode_blocks(batches: Sequence[pa.RecordBatch], *, encoding: str = "zstd", token_index: bool = True) -> bytes:
+    """Serialise CHUNK_SCHEMA batches, one block each, as they are (sorted, without repeats, each
+    block's timestamps after the previous block's: as a sealed chunk's packed blocks hold them)."""
     bounds = [[int(b.column(0)[0].as_py()), int(b.column(0)[-1].as_py())] for b in batches if b.num_rows]
     # the table is sorted (every writer passes one through sort_dedupe): readers may slice blocks by
     # binary search without checking each block's order first (chunks written before say nothing)

@@ -30,6 +30,9 @@ class PackedBlock:
     min_ts: int
     max_ts: int
     ascending: bool  # timestamps ascend (sealed chunks' blocks, and heads pushed in time order)
+    # timestamps strictly ascend: in order and no two entries alike (a chunk of such blocks, each
+    # after the one before, is sealed without decoding them: PendingChunk)
+    strictly_ascending: bool = False
 
     @classmethod
     def pack(cls, batch: pa.RecordBatch, raw_bytes: int | None = None) -> PackedBlock:
@@ -46,6 +49,7 @@ class PackedBlock:
             int(ts.min()) if len(ts) else 0,
             int(ts.max()) if len(ts) else 0,
             bool(len(ts) < 2 or not np.any(ts[1:] < ts[:-1])),
+            bool(len(ts) < 2 or np.all(ts[1:] > ts[:-1])),
         )
 
     def batch(self) -> pa.RecordBatch:

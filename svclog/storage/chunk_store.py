@@ -19,6 +19,7 @@ from svclog.chunk.format import (
     ChunkLayout,
     chunk_layout,
     decode_blocks,
+    encode_blocks,
     encode_chunk,
     open_chunk,
 )
@@ -87,15 +88,24 @@ class ChunkStore:
         refs = []
         whole = {id(chunk) for _, chunk in chunks}  # chunks not split by index period
         for labels, chunk in (piece for item in chunks for piece in _split_by_period(*item)):
-            table = chunk.table  # decoded from the chunk's packed blocks: once, for the encoding and the count
-            data = encode_chunk(
-                table, block_bytes=self.block_bytes, encoding=self.encoding, token_index=self.token_index
-            )
+            own_blocks = id(chunk) in whole and chunk.block_bytes == self.block_bytes
+            if own_blocks:
+                # the chunk's own blocks become the file's: the ingester's retained copy reads the
+                # file's token index against these very blocks
+                batches = [block.batch() for block in chunk.blocks]
+                data = encode_blocks(batches, encoding=self.encoding, token_index=self.token_index)
+                rows = sum(batch.num_rows for batch in batches)
+            else:
+                table = chunk.table
+                data = encode_chunk(
+                    table, block_bytes=self.block_bytes, encoding=self.encoding, token_index=self.token_index
+                )
+                rows = table.num_rows
             fingerprint = labels.fingerprint()
             key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))
             self.store.put(key, data)
-            if self.token_index and id(chunk) in whole:
-                chunk.layout = chunk_layout(data)  # written whole: its blocks hold the chunk's rows
+            if self.token_index and own_blocks:
+                chunk.layout = chunk_layout(data)  # the file's blocks are the chunk's
             refs.append(
                 ChunkRef(
                     labels,
@@ -103,7 +113,7 @@ class ChunkStore:
                     key,
                     chunk.min_ts,
                     chunk.max_ts,
-                    table.num_rows,
+                    rows,
                     chunk.raw_bytes,
                     len(data),
                     chunk.sealed_ns,

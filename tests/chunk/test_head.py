@@ -78,3 +78,35 @@ def test_a_compaction_copies_outside_the_lock_and_keeps_what_was_appended_meanwh
     assert len(held) == 2
     assert head.parts()[0].column(1).buffers()[2].address != push.column(1).buffers()[2].address
     assert head.table().column("line").to_pylist() == ["a", "bb", "ccc"]
+
+
+def _filled_head(timestamps: list[list[int]], block_bytes: int) -> HeadBlock:
+    head = HeadBlock()
+    for stamps in timestamps:
+        lines = [f"line {t:06d} " + "x" * 40 for t in stamps]
+        head.append_batch(entries_batch(stamps, lines, None), min(stamps), max(stamps), sum(map(len, lines)))
+        head.pack(block_bytes)
+    return head
+
+
+def test_a_head_in_time_order_keeps_its_packed_blocks_when_sealed():
+    head = _filled_head([list(range(i * 20, i * 20 + 20)) for i in range(10)], block_bytes=2000)
+    packed = head.blocks
+    assert len(packed) >= 3 and head.parts()  # blocks packed before the cut, and an open part
+    chunk = head.seal(block_bytes=2000)
+    assert chunk.blocks[: len(packed)] == tuple(packed)  # the very blocks: nothing decoded or packed again
+    assert chunk.table.column("ts").to_pylist() == list(range(200))
+    assert chunk.raw_bytes == sum(len(f"line {t:06d} ") + 40 for t in range(200))
+    assert all(block.strictly_ascending for block in chunk.blocks)
+
+
+def test_a_head_with_a_repeat_or_out_of_order_entries_is_sorted_and_deduplicated_when_sealed():
+    for stamps in (
+        [list(range(0, 40)), list(range(40, 80)), [79, 80, 81]],  # 79 again: a replayed push
+        [list(range(0, 40)), list(range(40, 80)), [60, 90]],  # 60 after 79: out of order
+        [list(range(0, 40)), [40, 41, 41, 42]],  # a tie inside one push
+    ):
+        head = _filled_head(stamps, block_bytes=1500)
+        expected = sorted({(t, f"line {t:06d} " + "x" * 40) for batch in stamps for t in batch})
+        table = head.seal(block_bytes=1500).table
+        assert list(zip(table.column("ts").to_pylist(), table.column("line").to_pylist())) == expected

@@ -143,3 +143,34 @@ def test_retained_blocks_are_the_flushed_chunks_blocks(tmp_path):
     assert [(b.min_ts, b.max_ts) for b in chunk.blocks] == list(chunk.layout.bounds)
     ((_, table),) = ing.select("t", ANY, 0, 10**9)
     assert sorted(zip(table.column("ts").to_pylist(), table.column("line").to_pylist())) == sorted(set(written))
+
+
+def test_a_stream_pushed_in_time_order_is_flushed_as_the_blocks_it_was_packed_in(tmp_path):
+    """Sealing keeps such a head's packed blocks (no decode, no second compression), and the
+    flushed file's blocks are those very blocks: the retained copy's token index still fits."""
+    store = ObjectStore(str(tmp_path / "store"))
+    settings = IngesterSettings("ing-0", str(tmp_path / "wal"), wal_enabled=False, chunk_block_size=BLOCK)
+    ing = Ingester(settings, ChunkStore(store, block_bytes=BLOCK))
+    rng = random.Random(8)
+    written, ts = [], 0
+    for _ in range(30):
+        stamps, lines = [], []
+        for _ in range(rng.randrange(1, 60)):
+            ts += rng.choice((1, 3))
+            stamps.append(ts)
+            lines.append(f"GET id={rng.getrandbits(64):016x}")
+        ing.push("t", [StreamColumns(Labels({"app": "a"}.items()), stamps, lines)])
+        written += list(zip(stamps, lines))
+    assert ing.packed()
+    stream = next(iter(ing.tenants["t"].streams.values()))
+    packed = stream.head.blocks
+    ing.flush(force=True)
+    ((chunk, _),) = stream.retained
+    assert len(packed) > 3 and chunk.blocks[: len(packed)] == tuple(packed)
+    assert chunk.layout is not None and [(b.min_ts, b.max_ts) for b in chunk.blocks] == list(chunk.layout.bounds)
+    needle = written[len(written) // 2]
+    filters = tuple(parse(f'{{app="a"}} |= "{needle[1]}"').stages)
+    ((_, table),) = ing.select("t", ANY, 0, 10**9, line_filters=filters)
+    assert needle in list(zip(table.column("ts").to_pylist(), table.column("line").to_pylist()))
+    ((_, table),) = ing.select("t", ANY, 0, 10**9)
+    assert list(zip(table.column("ts").to_pylist(), table.column("line").to_pylist())) == written
