@@ -166,11 +166,12 @@ class IngesterPool:
         on_cancel=None,
         after: dict[str, Labels | None] | None = None,
         page_bytes: int = 0,
-    ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan, dict[str, Labels | None] | None]:
+    ) -> tuple[list[tuple[Labels, pa.Table]], int, IngesterScan, dict[str, Labels | None] | None, frozenset[str]]:
         """Entries from every ingester, how many answered, what they scanned (before line filters),
-        and with `page_bytes` where each ingester's page ended: None once none has more, else the
+        with `page_bytes` where each ingester's page ended: None once none has more, else the
         cursor to pass back as `after` for the next page (per ingester, its page's last stream;
-        None for one that has sent everything and is not asked again).
+        None for one that has sent everything and is not asked again), and the store keys of the
+        flushed chunks whose retained copies they answered from (PackedStreams.covered).
 
         Each replica scans its own copy of a stream; as the reference (which merges every
         ingester's stats by adding them), the scans are summed, so with RF 3 a line counts 3 times."""
@@ -189,7 +190,9 @@ class IngesterPool:
         scan = sum((packed.scan for _, packed in results), IngesterScan())  # their entries counted by unpack
         cursor.update((address, packed.more_after) for address, packed in results)
         more = page_bytes and any(v is not None for v in cursor.values())
-        return found, len(results), scan, cursor if more else None
+        # (an ingester of an earlier version names none)
+        covered = frozenset().union(*(getattr(packed, "covered", ()) for _, packed in results))
+        return found, len(results), scan, cursor if more else None, covered
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]:
         return [labels for result in self._fan_out("series", tenant, matchers, start, end) for labels in result]

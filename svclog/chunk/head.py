@@ -96,6 +96,9 @@ class SealedChunk:
         # the written chunk's block bounds and token index, once flushed as one chunk: the ingester's
         # selects of the retained copy then skip blocks a needle cannot be in, as store reads do
         self.layout: ChunkLayout | None = None
+        # the store's keys of the files it was written as, once flushed (several when split by index
+        # period): a select answered from the retained copy names them, so the querier skips them
+        self.store_keys: tuple[str, ...] = ()
         # (probe key, blocks it may match) of the last probe asked: a query's time windows ask again
         self.probed: tuple[object, np.ndarray] | None = None
 

@@ -19,7 +19,15 @@ import pyarrow as pa
 
 from svclog.chunk.head import DEFAULT_BLOCK_BYTES, HeadBlock, SealedChunk
 from svclog.chunk.packed import PackedBlock
-from svclog.ingester.instance import SLACK, PackedStreams, TenantInstance, check_deadline, pack_due, page_of
+from svclog.ingester.instance import (
+    SLACK,
+    PackedStreams,
+    TenantInstance,
+    check_deadline,
+    covered_keys,
+    pack_due,
+    page_of,
+)
 from svclog.ingester.payload import BatchStream, PushedStream, decode_batch, encode_batch
 from svclog.ingester.stream import MemoryStream
 from svclog.ingester.stream_rate import StreamRateLimitError
@@ -190,7 +198,8 @@ class Ingester:
         # decoding and filtering outside the lock: pushes and the other selects go on meanwhile
         streams, scan, more_after, window = page_of(gathered, start, end, line_filters, page_bytes, deadline, cancelled)
         check_deadline(deadline, cancelled)  # nobody waits for rows of a stopped query: do not ship them
-        return PackedStreams.pack(streams, scan, more_after, window)  # any copy of slices runs outside the lock
+        # any copy of slices runs outside the lock
+        return PackedStreams.pack(streams, scan, more_after, window, covered_keys(gathered, more_after))
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
         with self._lock:

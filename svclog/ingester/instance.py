@@ -228,7 +228,12 @@ class TenantInstance:
         for stream in streams:
             check_deadline(deadline, cancelled)
             found.append(
-                Gathered(stream.labels, stream.pieces(start, end, probe=probe), stream.parts_overlapping(start, end))
+                Gathered(
+                    stream.labels,
+                    stream.pieces(start, end, probe=probe),
+                    stream.parts_overlapping(start, end),
+                    stream.retained_keys(start, end),
+                )
             )
         return found
 
@@ -245,9 +250,9 @@ class TenantInstance:
         page_bytes: int = 0,
     ) -> PackedStreams:
         """`select` (or one page of it) as one table (one transfer, one schema instead of one per stream)."""
-        return PackedStreams.pack(
-            *self.select_page(matchers, start, end, shard, line_filters, deadline, cancelled, after, page_bytes)
-        )
+        gathered = self.gather(matchers, start, end, shard, line_filters, deadline, cancelled, after, page_bytes)
+        streams, scan, more_after, window = page_of(gathered, start, end, line_filters, page_bytes, deadline, cancelled)
+        return PackedStreams.pack(streams, scan, more_after, window, covered_keys(gathered, more_after))
 
     def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:
         """(labels, entries, bytes, chunks) of matching streams with unflushed entries in [start, end):
@@ -313,6 +318,16 @@ class Gathered:
     labels: Labels
     pieces: list[Piece]
     overlapping: int  # chunks (and the head) whose bounds overlap the range
+    covered: tuple[str, ...] = ()  # store keys of the flushed chunks whose retained copies the pieces hold
+
+
+def covered_keys(gathered: list[Gathered], more_after: Labels | None) -> frozenset[str]:
+    """The store keys a page answers for: those of its streams' retained chunks (every gathered
+    stream up to the page's last, whether or not it kept a line). The querier skips these files:
+    the page read the same rows from the copies the ingester keeps after uploading them."""
+    return frozenset(
+        key for item in gathered if more_after is None or not more_after < item.labels for key in item.covered
+    )
 
 
 def page_of(
@@ -464,6 +479,7 @@ class PackedStreams:
         more_after: Labels | None = None,
         blocks: list[list[tuple[bool, PackedBlock]]] | None = None,
         window: tuple[int, int] = (0, 0),
+        covered: frozenset[str] = frozenset(),
     ):
         self.labels = labels
         self.lengths = lengths  # rows of each stream in `table` (after its blocks)
@@ -472,6 +488,8 @@ class PackedStreams:
         self.more_after = more_after  # a page with more to come: its last stream (select_page)
         self.blocks = blocks  # per stream: (from the head, block), in order; None when none has any
         self.window = window
+        # store keys of flushed chunks this answer holds the retained copies of (its page's streams)
+        self.covered = covered
 
     @classmethod
     def pack(
@@ -480,6 +498,7 @@ class PackedStreams:
         scan: IngesterScan = NOTHING_SCANNED,
         more_after: Labels | None = None,
         window: tuple[int, int] = (0, 0),
+        covered: frozenset[str] = frozenset(),
     ) -> PackedStreams:
         """The streams' windows of rows as the chunks of one table, without copying a row.
 
@@ -506,6 +525,7 @@ class PackedStreams:
             more_after,
             blocks if any(blocks) else None,
             window,
+            covered,
         )
 
     def unpack(self) -> list[tuple[Labels, pa.Table]]:

@@ -94,6 +94,16 @@ class MemoryStream:
                     found.append((True, window))
         return found
 
+    def retained_keys(self, start: int, end: int) -> tuple[str, ...]:
+        """The store keys of the retained chunks overlapping [start, end): a select that reads the
+        retained copies (`pieces`) answers for those files, and the querier need not read them."""
+        return tuple(
+            key
+            for chunk, _ in self.retained
+            if chunk.min_ts < end and chunk.max_ts >= start
+            for key in chunk.store_keys
+        )
+
     def parts_overlapping(self, start: int, end: int) -> int:
         """Chunks (retained, sealed, and the head) with bounds overlapping [start, end)."""
         chunks = [c for c, _ in self.retained] + self.sealed

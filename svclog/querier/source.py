@@ -11,7 +11,7 @@ Several tenants (multi-tenant queries) add the virtual `__tenant_id__` label.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -42,6 +42,8 @@ IngesterAnswer = (
     tuple[list[tuple[Labels, pa.Table]], int]
     | tuple[list[tuple[Labels, pa.Table]], int, IngesterScan]
     | tuple[list[tuple[Labels, pa.Table]], int, IngesterScan, Any]  # a reader that pages: its cursor
+    # and the store keys of flushed chunks it answered from the copies the ingesters retain
+    | tuple[list[tuple[Labels, pa.Table]], int, IngesterScan, Any, frozenset[str]]
 )
 
 
@@ -61,7 +63,9 @@ class IngesterReader(Protocol):
         query's (wall-clock seconds): an ingester stops its select when it passes. A reader with
         `cancellable = True` also takes `on_cancel` (QueryGuard.on_cancel) to stop its selects
         when the query is cancelled; one with `pages = True` takes `after` (its cursor, None for
-        the first page) and `page_bytes`, and answers the next page's cursor (None: no more)."""
+        the first page) and `page_bytes`, and answers the next page's cursor (None: no more). A
+        fifth value names the flushed chunks (store keys) whose rows the answer already holds from
+        the ingesters' retained copies: the select does not read those files again."""
         ...
 
     def series(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list[Labels]: ...
@@ -175,8 +179,11 @@ class StoreSource:
         drop_deleted = self.deletes.table_filter(tenant) if self.deletes is not None else None
         emitted: Labels | None = None  # every stream up to this one has been yielded
         waiting: dict[Labels, list[pa.Table]] = {}
-        found, cursor = self._ingester_page(tenant, matchers, request, held, None)
-        ahead: Future[tuple[dict[Labels, list[pa.Table]], Any]] | None = None
+        found, cursor, covered = self._ingester_page(tenant, matchers, request, held, None)
+        # store keys the ingesters answered from retained copies (every page so far): for ~10 s
+        # after a flush both hold the same rows, and reading both cost a 3M-line select twice
+        answered = set(covered)
+        ahead: Future[tuple[dict[Labels, list[pa.Table]], Any, frozenset[str]]] | None = None
         ahead_held = [0]  # what the page read ahead holds until it is taken
         try:
             while True:
@@ -193,14 +200,15 @@ class StoreSource:
                 for labels in page:
                     del waiting[labels]
                 del found
-                yield from self._merged(tenant, matchers, request, page, drop_deleted, emitted, upper)
+                yield from self._merged(tenant, matchers, request, page, drop_deleted, emitted, upper, answered)
                 self.guard.release(held[0])
                 held[0] = sum(t.nbytes for tables in waiting.values() for t in tables)
                 self.guard.charge(held[0])
                 if upper is None or ahead is None:
                     return
                 emitted = upper
-                found, cursor = ahead.result()
+                found, cursor, covered = ahead.result()
+                answered.update(covered)
                 ahead = None
                 held[0] += ahead_held[0]
         finally:
@@ -216,13 +224,14 @@ class StoreSource:
         request: SelectRequest,
         held: list[int],
         cursor: Any,
-    ) -> tuple[dict[Labels, list[pa.Table]], Any]:
-        """The ingesters' entries of one page, by stream, and the reader's cursor for the next page
-        (None when no ingester has more, always for a reader that does not page)."""
+    ) -> tuple[dict[Labels, list[pa.Table]], Any, frozenset[str]]:
+        """The ingesters' entries of one page, by stream, the reader's cursor for the next page
+        (None when no ingester has more, always for a reader that does not page), and the store
+        keys of the flushed chunks the page holds the retained copies of (not to be read again)."""
         guard = self.guard
         parts: dict[Labels, list[pa.Table]] = {}
         if self.ingesters is None or not self._ingesters_wanted(request.end):
-            return parts, None
+            return parts, None, frozenset()
         paging = {"after": cursor, "page_bytes": INGESTER_PAGE_BYTES} if getattr(self.ingesters, "pages", False) else {}
         try:
             answer = self.ingesters.select(
@@ -242,6 +251,7 @@ class StoreSource:
         found, reached = answer[0], answer[1]
         scan = answer[2] if len(answer) >= 3 else None
         cursor = answer[3] if len(answer) >= 4 else None
+        covered = frozenset(answer[4]) if len(answer) >= 5 else frozenset()
         self.stats.ingester_reached = max(self.stats.ingester_reached, reached)
         self.stats.ingester_batches += reached
         filtered = getattr(self.ingesters, "applies_line_filters", False)
@@ -257,7 +267,7 @@ class StoreSource:
                 parts.setdefault(labels, []).append(table)
         self.stats.ingester_lines_sent += sent_lines
         self._count_ingester_scan(scan if scan is not None else IngesterScan(sent_lines, sent_bytes))
-        return parts, cursor
+        return parts, cursor, covered
 
     def _merged(
         self,
@@ -268,8 +278,10 @@ class StoreSource:
         drop_deleted: Callable[[Labels, pa.Table], pa.Table] | None,
         after: Labels | None,
         upper: Labels | None,
+        answered: Collection[str] = (),
     ) -> Iterator[tuple[Labels, pa.Table]]:
-        """Each stream of the label range (after, upper] with its flushed chunks, in label order."""
+        """Each stream of the label range (after, upper] with its flushed chunks, in label order;
+        chunks whose keys are `answered` (their rows came with the ingesters' page) are not read."""
         # listed after the ingesters' page, so a chunk flushed in between is seen in one place or
         # the other; fetched one stream at a time: a select holds one stream's decoded chunks, not
         # every stream's (a 30-minute sub-query over 1M lines held ~110 MB of decoded chunks)
@@ -279,6 +291,12 @@ class StoreSource:
                 labels: chunk_refs
                 for labels, chunk_refs in refs.items()
                 if (after is None or after < labels) and (upper is None or not upper < labels)
+            }
+        if answered:
+            refs = {
+                labels: kept
+                for labels, chunk_refs in refs.items()
+                if (kept := [ref for ref in chunk_refs if ref.key not in answered])
             }
         self.stats.store_chunks_ref += sum(len(chunk_refs) for chunk_refs in refs.values())
         fetch = FetchStats()

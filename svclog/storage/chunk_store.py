@@ -86,39 +86,42 @@ class ChunkStore:
     def put_chunks(self, tenant: str, chunks: list[tuple[Labels, SealedChunk]], writer_id: str) -> list[ChunkRef]:
         """Upload chunks, then their index refs (a ref never points at a missing chunk)."""
         refs = []
-        whole = {id(chunk) for _, chunk in chunks}  # chunks not split by index period
-        for labels, chunk in (piece for item in chunks for piece in _split_by_period(*item)):
-            own_blocks = id(chunk) in whole and chunk.block_bytes == self.block_bytes
-            if own_blocks:
-                # the chunk's own blocks become the file's: the ingester's retained copy reads the
-                # file's token index against these very blocks
-                batches = [block.batch() for block in chunk.blocks]
-                data = encode_blocks(batches, encoding=self.encoding, token_index=self.token_index)
-                rows = sum(batch.num_rows for batch in batches)
-            else:
-                table = chunk.table
-                data = encode_chunk(
-                    table, block_bytes=self.block_bytes, encoding=self.encoding, token_index=self.token_index
+        for whole_labels, whole in chunks:
+            keys = []
+            for labels, chunk in _split_by_period(whole_labels, whole):
+                own_blocks = chunk is whole and chunk.block_bytes == self.block_bytes
+                if own_blocks:
+                    # the chunk's own blocks become the file's: the ingester's retained copy reads the
+                    # file's token index against these very blocks
+                    batches = [block.batch() for block in chunk.blocks]
+                    data = encode_blocks(batches, encoding=self.encoding, token_index=self.token_index)
+                    rows = sum(batch.num_rows for batch in batches)
+                else:
+                    table = chunk.table
+                    data = encode_chunk(
+                        table, block_bytes=self.block_bytes, encoding=self.encoding, token_index=self.token_index
+                    )
+                    rows = table.num_rows
+                fingerprint = labels.fingerprint()
+                key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))
+                self.store.put(key, data)
+                keys.append(key)
+                if self.token_index and own_blocks:
+                    chunk.layout = chunk_layout(data)  # the file's blocks are the chunk's
+                refs.append(
+                    ChunkRef(
+                        labels,
+                        fingerprint,
+                        key,
+                        chunk.min_ts,
+                        chunk.max_ts,
+                        rows,
+                        chunk.raw_bytes,
+                        len(data),
+                        chunk.sealed_ns,
+                    )
                 )
-                rows = table.num_rows
-            fingerprint = labels.fingerprint()
-            key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))
-            self.store.put(key, data)
-            if self.token_index and own_blocks:
-                chunk.layout = chunk_layout(data)  # the file's blocks are the chunk's
-            refs.append(
-                ChunkRef(
-                    labels,
-                    fingerprint,
-                    key,
-                    chunk.min_ts,
-                    chunk.max_ts,
-                    rows,
-                    chunk.raw_bytes,
-                    len(data),
-                    chunk.sealed_ns,
-                )
-            )
+            whole.store_keys = tuple(keys)
         if refs:
             write_index_segment(self.store, tenant, refs, writer_id)
         return refs

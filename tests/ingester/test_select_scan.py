@@ -97,10 +97,10 @@ class _Pool(IngesterPool):
 
 def test_pool_sums_every_ingesters_scan_as_the_reference():
     replicas = [_instance(_stream("a", [1, 2, 3], ["hello", "bye", "other"])) for _ in range(2)]
-    found, reached, scan, cursor = _Pool(replicas).select("t", ANY_APP, 0, 10, None, HELLO)
-    assert (len(found), reached, cursor) == (2, 2, None)
+    found, reached, scan, cursor, covered = _Pool(replicas).select("t", ANY_APP, 0, 10, None, HELLO)
+    assert (len(found), reached, cursor, covered) == (2, 2, None, frozenset())  # nothing flushed yet
     assert scan == IngesterScan(head_lines=6, head_bytes=26, chunks=2)
-    assert _Pool([]).select("t", ANY_APP, 0, 10, None)[1:] == (0, IngesterScan(), None)
+    assert _Pool([]).select("t", ANY_APP, 0, 10, None)[1:] == (0, IngesterScan(), None, frozenset())
 
 
 def test_query_stats_count_lines_the_filter_dropped(tmp_path):
