@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 
 import httpx
 import pytest
@@ -119,6 +120,14 @@ def test_flush_moves_data_to_the_store_and_it_stays_queryable(svc):
     assert "svc_distributor_lines_received_total" in metrics
     data = _query(svc, "e2e-c", '{app="flushme"}', limit="1000")
     assert len(_lines(data)) == 50  # replicas de-duplicated, nothing lost
+    # the ingesters keep uploaded chunks a few seconds (answering for those files meanwhile);
+    # once they hold none, the same query is answered from the store alone
+    deadline = time.monotonic() + 60
+    while "svc_ingester_memory_chunks 0.0" not in httpx.get(svc.url + "/metrics").text:
+        assert time.monotonic() < deadline, "the ingesters still hold chunks a minute after the flush"
+        time.sleep(0.5)
+    data = _query(svc, "e2e-c", '{app="flushme"}', limit="1000")
+    assert len(_lines(data)) == 50
     assert data["stats"]["store"]["totalChunksDownloaded"] + data["stats"]["store"]["totalChunksRef"] >= 1
 
 

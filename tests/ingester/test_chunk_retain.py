@@ -45,18 +45,24 @@ class Ingesters:
         return self.ing.series(tenant, matchers, start, end)
 
 
-@pytest.fixture
-def world(tmp_path, monkeypatch):
+def _stores(tmp_path, monkeypatch) -> tuple[Clock, Ingester, ObjectStore, IndexReader]:
+    """An ingester, and the querier's view of the same store with its index reader."""
     clock = Clock()
     monkeypatch.setattr(ingester_module.time, "monotonic", clock)
     (tmp_path / "store").mkdir()
     os.symlink(tmp_path / "store", tmp_path / "alias")  # the querier's "other process" view of the store
     ing = Ingester(IngesterSettings("ing-0", str(tmp_path / "wal")), ChunkStore(ObjectStore(str(tmp_path / "store"))))
     querier_store = ObjectStore(str(tmp_path / "alias"))
+    reader = IndexReader(querier_store, clock=clock)  # the default listing TTL, as a querier runs
+    return clock, ing, querier_store, reader
+
+
+@pytest.fixture
+def world(tmp_path, monkeypatch):
+    clock, ing, querier_store, reader = _stores(tmp_path, monkeypatch)
     source = lambda: StoreSource(  # noqa: E731 - a fresh source (and stats) per query, one reader for all
         ["t"], reader, ChunkStore(querier_store), Ingesters(ing)
     )
-    reader = IndexReader(querier_store, clock=clock)  # the default listing TTL, as a querier runs
     return clock, ing, source
 
 
@@ -99,12 +105,11 @@ def test_without_the_retain_period_a_stale_listing_would_miss_the_flushed_entrie
     assert _query(source) == expected
 
 
-def test_interleaved_pushes_flushes_and_queries_always_see_every_entry(world):
-    clock, ing, source = world
-    rng = random.Random(7)
+def _interleave(clock, ing, source, rng: random.Random, steps: int) -> None:
+    """Random pushes, flushes, expiries and clock steps, every query answering every entry."""
     expected: dict = {}
     ts = n = 0
-    for step in range(150):
+    for step in range(steps):
         for _ in range(rng.randint(0, 3)):
             ts, n = ts + rng.choice((0, 1)), n + 1  # shared timestamps too: both lines must stay
             _push(ing, expected, rng.choice(APPS), ts, f"entry {n}")
@@ -117,7 +122,12 @@ def test_interleaved_pushes_flushes_and_queries_always_see_every_entry(world):
         assert got == {k: sorted(v, key=lambda e: e[0]) for k, v in expected.items()}, f"step {step}"
 
 
-class PackedIngesters:
+def test_interleaved_pushes_flushes_and_queries_always_see_every_entry(world):
+    clock, ing, source = world
+    _interleave(clock, ing, source, random.Random(7), 150)
+
+
+class PackedIngesters(Ingesters):
     """One ingester answering as its actor does (`select_packed`, paged, with the store keys of
     the retained chunks its page answered from), unpacked as the querier's client unpacks it."""
 
@@ -125,7 +135,7 @@ class PackedIngesters:
     applies_line_filters = True
 
     def __init__(self, ing: Ingester):
-        self.ing = ing
+        super().__init__(ing)
         self.covered: list[frozenset[str]] = []
 
     def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None, after=None, page_bytes=0):
@@ -137,19 +147,10 @@ class PackedIngesters:
         cursor = {"ing-0": packed.more_after} if packed.more_after is not None else None
         return packed.unpack(), 1, packed.scan, cursor, packed.covered
 
-    def series(self, tenant, matchers, start, end):
-        return self.ing.series(tenant, matchers, start, end)
-
 
 @pytest.fixture
 def packed_world(tmp_path, monkeypatch):
-    clock = Clock()
-    monkeypatch.setattr(ingester_module.time, "monotonic", clock)
-    (tmp_path / "store").mkdir()
-    os.symlink(tmp_path / "store", tmp_path / "alias")
-    ing = Ingester(IngesterSettings("ing-0", str(tmp_path / "wal")), ChunkStore(ObjectStore(str(tmp_path / "store"))))
-    querier_store = ObjectStore(str(tmp_path / "alias"))
-    reader = IndexReader(querier_store, clock=clock)
+    clock, ing, querier_store, reader = _stores(tmp_path, monkeypatch)
     ingesters = PackedIngesters(ing)
     sources: list[StoreSource] = []
 
@@ -198,17 +199,4 @@ def test_a_chunk_split_by_index_period_is_named_by_all_its_files(packed_world):
 def test_interleaved_pushes_flushes_and_paged_queries_always_see_every_entry(packed_world, monkeypatch, seed):
     clock, ing, source, _, _ = packed_world
     monkeypatch.setattr(source_module, "INGESTER_PAGE_BYTES", 64)
-    rng = random.Random(seed)
-    expected: dict = {}
-    ts = n = 0
-    for step in range(120):
-        for _ in range(rng.randint(0, 3)):
-            ts, n = ts + rng.choice((0, 1)), n + 1
-            _push(ing, expected, rng.choice(APPS), ts, f"entry {n}")
-        if rng.random() < 0.3:
-            ing.flush(force=rng.random() < 0.7)
-        if rng.random() < 0.2:
-            ing.expire_retained()
-        clock.now += rng.uniform(0, LISTING_TTL_S / 2)
-        got = _query(source)
-        assert got == {k: sorted(v, key=lambda e: e[0]) for k, v in expected.items()}, f"step {step}"
+    _interleave(clock, ing, source, random.Random(seed), 120)
