@@ -229,7 +229,7 @@ def build_filter(keys: np.ndarray, max_bytes: int | None = None) -> np.ndarray:
     # bit and packed: np.bitwise_or.at over the words took ~4x as long
     keys = np.asarray(keys, dtype=np.uint64)
     bucket = _bucket(keys >> np.uint64(32), buckets)
-    bits = _bit_numbers((keys & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+    bits = _bit_numbers(keys)
     word = bucket[:, None] * _BUCKET_WORDS + np.arange(_BUCKET_WORDS)[None, :]
     flags = np.zeros(buckets * _BUCKET_WORDS * 32, dtype=bool)
     flags[(word * 32 + bits).ravel()] = True
@@ -252,15 +252,17 @@ class KeySet:
     @classmethod
     def of(cls, keys: np.ndarray) -> KeySet:
         keys = np.asarray(keys, dtype=np.uint64)
-        bits = _bit_numbers((keys & np.uint64(0xFFFFFFFF)).astype(np.uint32))
+        bits = _bit_numbers(keys)
         return cls(keys >> np.uint64(32), np.left_shift(np.uint32(1), bits).astype(np.uint32))
 
     def __len__(self) -> int:
         return len(self.high)
 
 
-def _bit_numbers(low: np.ndarray) -> np.ndarray:
-    """(keys, 8): the bit (0-31) each key sets in each of its bucket's eight words."""
+def _bit_numbers(keys: np.ndarray) -> np.ndarray:
+    """(keys, 8): the bit (0-31) each key (uint64) sets in each of its bucket's eight words, from
+    its lower 32 bits (the upper ones choose the bucket)."""
+    low = (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     bits: np.ndarray = (low[:, None] * _SALTS[None, :]) >> np.uint32(27)
     return bits
 

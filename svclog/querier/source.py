@@ -293,11 +293,7 @@ class StoreSource:
                 if (after is None or after < labels) and (upper is None or not upper < labels)
             }
         if answered:
-            refs = {
-                labels: kept
-                for labels, chunk_refs in refs.items()
-                if (kept := [ref for ref in chunk_refs if ref.key not in answered])
-            }
+            refs = _without_keys(refs, answered)
         self.stats.store_chunks_ref += sum(len(chunk_refs) for chunk_refs in refs.values())
         fetch = FetchStats()
         line_probe = self._probe(request.line_filters, ())
@@ -307,11 +303,7 @@ class StoreSource:
             # chunk to read cost nothing more (a needle's select skips ~99% of them here)
             skipped = self._ruled_out(refs, request, line_probe, fetch)
             if skipped:
-                refs = {
-                    labels: kept
-                    for labels, chunk_refs in refs.items()
-                    if (kept := [ref for ref in chunk_refs if ref.key not in skipped])
-                }
+                refs = _without_keys(refs, skipped)
         try:
             for labels in sorted(parts.keys() | refs.keys()):
                 flushed = self._fetch_stream(labels, refs.get(labels, ()), request, fetch, line_probe, metadata_equals)
@@ -418,6 +410,15 @@ class StoreSource:
             found = {labels for labels in found if labels_match(labels, rest)}
             out.update(with_tenant_label(labels, tenant) if self.multi else labels for labels in found)
         return sorted(out)
+
+
+def _without_keys(refs: dict[Labels, list[ChunkRef]], keys: Collection[str]) -> dict[Labels, list[ChunkRef]]:
+    """The refs but those of the given chunk keys; streams left without a chunk are left out."""
+    return {
+        labels: kept
+        for labels, chunk_refs in refs.items()
+        if (kept := [ref for ref in chunk_refs if ref.key not in keys])
+    }
 
 
 def _metadata_equalities(request: SelectRequest) -> tuple[tuple[str, str], ...]:
