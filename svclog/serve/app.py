@@ -29,6 +29,7 @@ from svclog.serve.errors import Unavailable, unknown_route_response
 from svclog.serve.handlers import QueryHandlers
 from svclog.serve.otlp_routes import OtlpHandlers, tenant_otlp_from
 from svclog.serve.pattern_routes import PatternHandlers, PatternQueries
+from svclog.serve.push_lane import PushLane
 from svclog.serve.routes import CLEARED_METHODS, ROUTES, RouteHandlers, add_routes, mismatch_response, row_paths
 from svclog.serve.ruler_routes import RulerHandlers, Rulers
 from svclog.serve.standby import StandbySwitch
@@ -41,6 +42,8 @@ NS = 1_000_000_000
 PUSH_PATHS = frozenset(
     path for row in ROUTES if row.handler in ("queries.push", "otlp.logs") for path in row_paths(row)
 )
+# Loki push paths: POSTs go straight to the handler (svclog/serve/push_lane.py)
+LOKI_PUSH_PATHS = frozenset(path for row in ROUTES if row.handler == "queries.push" for path in row_paths(row))
 
 
 @dataclass(frozen=True)
@@ -195,10 +198,12 @@ def build_app(settings: GatewaySettings, services: Services, standby: StandbySwi
     """The gateway's application: every row of the route table over handlers holding `services`."""
     # redirect_slashes off: a path with a trailing slash is another path (404), as in the reference
     app = FastAPI(title="svclog", docs_url=None, redoc_url=None, openapi_url=None, redirect_slashes=False)
-    add_routes(app, handlers_for(settings, services))
+    handlers = handlers_for(settings, services)
+    add_routes(app, handlers)
     app.add_exception_handler(StarletteHTTPException, framework_error)  # plain 404, not JSON
-    # innermost first: one X-Scope-OrgID, then what this replica serves, then (outermost) the
+    # innermost first: pushes past the framework's routing, one X-Scope-OrgID, then what this replica serves, then (outermost) the
     # body cap, which answers 413 before any route reads a body
+    app.add_middleware(PushLane, handler=handlers.queries.push, paths=LOKI_PUSH_PATHS)
     app.add_middleware(SingleOrgIdHeader)
     app.add_middleware(ServedHere, settings=settings, standby=standby)
     app.add_middleware(BodyLimit, limit_for=settings.body_limit)

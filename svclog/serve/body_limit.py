@@ -27,7 +27,8 @@ def _declared_length(scope: Scope) -> int | None:
     return None
 
 
-def _route_path(scope: Scope) -> str:
+def route_path(scope: Scope) -> str:
+    """The request's path below the app's root path (as routes are matched)."""
     path, root = scope["path"], scope.get("root_path", "")
     return path[len(root) :] if root and path.startswith(root) else path
 
@@ -60,7 +61,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        path = _route_path(scope)
+        path = route_path(scope)
         limit = self.limit_for(path)
         if limit is None:
             await self.app(scope, receive, send)

@@ -21,6 +21,7 @@ from typing import Any
 import uvicorn
 
 from svclog.config import Config
+from svclog.serve.app import PUSH_PATHS
 from svclog.serve.deployments import SHUTDOWN, Gateway
 from svclog.serve.disconnect import CancelOnDisconnect
 
@@ -101,7 +102,8 @@ class DirectGateway:
         self.gateway = Gateway(cfg, num_queriers, starting=starting, direct=True)
         server = cfg.server
         self.http = HttpServer(
-            CancelOnDisconnect(self.gateway.http_app),  # Serve's proxy did this: a client that leaves stops its query
+            # Serve's proxy did this: a client that leaves stops its query
+            CancelOnDisconnect(self.gateway.http_app, pushes=PUSH_PATHS),
             server.http_listen_address,
             server.http_listen_port,
             keep_alive_s=server.http_server_idle_timeout / NS,

@@ -90,3 +90,21 @@ def test_other_scopes_pass_through():
         return seen
 
     assert run(main()) == ["websocket"]
+
+
+def test_a_push_passes_straight_through_and_a_query_on_the_same_path_set_does_not():
+    async def main():
+        seen = []
+
+        async def app(scope, receive, send):
+            seen.append(receive)
+
+        server = Server([b""])
+        wrapper = CancelOnDisconnect(app, pushes=frozenset({"/loki/api/v1/push"}))
+        await wrapper({"type": "http", "method": "POST", "path": "/loki/api/v1/push"}, server.receive, server.send)
+        await wrapper({"type": "http", "method": "GET", "path": "/loki/api/v1/push"}, server.receive, server.send)
+        return seen, server.receive
+
+    seen, receive = run(main())
+    assert seen[0] == receive  # the server's own receive: no watcher, no queue
+    assert seen[1] != receive
