@@ -36,7 +36,7 @@ def test_queriers_follow_the_load_onto_new_read_nodes_and_back_while_writes_keep
     # the six queriers run on the three read nodes max_workers allows (the fake provider may show a
     # fourth for a moment while queriers are pending: a slow node it replaced that registers late)
     assert all(row["read_nodes"] == 3 for row in timeline if row["queriers"] == 6), timeline
-    # scale-down: back to the two queriers on the one read node of min_workers, no query failed
+    # scale-down: back to the two queriers on the read nodes of the idle start, no query failed
     assert result["shrunk"], f"did not shrink back: {result['final']}"
     assert result["light_ok"] > 0 and result["light_failed"] == 0, result["light_errors"]
     assert result["heavy_failed"] == 0, result["heavy_errors"]
