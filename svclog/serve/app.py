@@ -201,8 +201,8 @@ def build_app(settings: GatewaySettings, services: Services, standby: StandbySwi
     handlers = handlers_for(settings, services)
     add_routes(app, handlers)
     app.add_exception_handler(StarletteHTTPException, framework_error)  # plain 404, not JSON
-    # innermost first: pushes past the framework's routing, one X-Scope-OrgID, then what this replica serves, then (outermost) the
-    # body cap, which answers 413 before any route reads a body
+    # innermost first: pushes past the framework's routing, one X-Scope-OrgID, then what this
+    # replica serves, then (outermost) the body cap, which answers 413 before any route reads a body
     app.add_middleware(PushLane, handler=handlers.queries.push, paths=LOKI_PUSH_PATHS)
     app.add_middleware(SingleOrgIdHeader)
     app.add_middleware(ServedHere, settings=settings, standby=standby)
