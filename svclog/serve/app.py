@@ -38,12 +38,16 @@ from svclog.serve.tenant_header import SingleOrgIdHeader
 from svclog.serve.tenants import Tenants
 
 NS = 1_000_000_000
-# Push routes cap their own bodies (server.max_request_body_bytes, their own 413 message).
-PUSH_PATHS = frozenset(
-    path for row in ROUTES if row.handler in ("queries.push", "otlp.logs") for path in row_paths(row)
-)
+
+
+def _paths_of(handler: str) -> frozenset[str]:
+    return frozenset(path for row in ROUTES if row.handler == handler for path in row_paths(row))
+
+
 # Loki push paths: POSTs go straight to the handler (svclog/serve/push_lane.py)
-LOKI_PUSH_PATHS = frozenset(path for row in ROUTES if row.handler == "queries.push" for path in row_paths(row))
+LOKI_PUSH_PATHS = _paths_of("queries.push")
+# Push routes cap their own bodies (server.max_request_body_bytes, their own 413 message).
+PUSH_PATHS = LOKI_PUSH_PATHS | _paths_of("otlp.logs")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ import contextlib
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from svclog.serve.body_limit import route_path
+
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
@@ -34,7 +36,7 @@ class CancelOnDisconnect:
         self.pushes = pushes
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or (scope.get("method") == "POST" and scope["path"] in self.pushes):
+        if scope["type"] != "http" or (scope.get("method") == "POST" and route_path(scope) in self.pushes):
             await self.app(scope, receive, send)
             return
         messages: asyncio.Queue[Message] = asyncio.Queue(maxsize=1)
