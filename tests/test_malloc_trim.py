@@ -3,7 +3,9 @@
 import threading
 import time
 
-from svclog.actors.malloc_trim import MallocTrimmer, libc_malloc_trim
+import pyarrow as pa
+
+from svclog.actors.malloc_trim import MallocTrimmer, libc_malloc_trim, release_unused
 
 
 def _wait(predicate, timeout=5.0):
@@ -45,3 +47,14 @@ def test_glibc_trim_returns_freed_heap_pages():
     trim = libc_malloc_trim()
     assert trim is not None  # the service runs on glibc Linux
     assert trim() in (0, 1)
+
+
+def test_release_unused_hands_back_arrows_pool_and_asks_for_a_trim(monkeypatch):
+    released, trims = [], []
+    pool = pa.default_memory_pool()
+    monkeypatch.setattr(
+        pa, "default_memory_pool", lambda: type("Pool", (), {"release_unused": lambda self: released.append(1)})()
+    )
+    release_unused(MallocTrimmer(interval_s=0.0, trim=lambda: trims.append(1)))
+    assert released == [1] and _wait(lambda: trims == [1])
+    pool.release_unused()  # the real pool's call exists and is harmless

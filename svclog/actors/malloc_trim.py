@@ -15,6 +15,8 @@ import threading
 import time
 from collections.abc import Callable
 
+import pyarrow as pa
+
 log = logging.getLogger(__name__)
 
 
@@ -61,3 +63,11 @@ class MallocTrimmer:
                 log.exception("malloc_trim failed")
             self.trims += 1
             time.sleep(self.interval_s)
+
+
+def release_unused(trimmer: MallocTrimmer) -> None:
+    """Arrow's pool hands back what it freed now (mimalloc: the calling thread's heap; jemalloc:
+    its arenas); glibc's arenas (numpy arrays, Python objects) are trimmed soon after on the
+    trimmer's thread."""
+    pa.default_memory_pool().release_unused()
+    trimmer.request()

@@ -9,14 +9,13 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-import pyarrow as pa
 import ray
 
 from svclog.actors.answers import pack_answer
 from svclog.actors.calls import call_cancelled
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.indexgateway_actor import GatewayIndex
-from svclog.actors.malloc_trim import MallocTrimmer
+from svclog.actors.malloc_trim import MallocTrimmer, release_unused
 from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, Finished
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
@@ -239,8 +238,7 @@ def release_unused_memory() -> None:
     default) this collects the calling thread's heap, the one the sub-query allocated from: a pull
     loop runs each sub-query on its own thread, whose freed pages mimalloc would otherwise keep.
     glibc's arenas (numpy arrays, Python objects) are trimmed soon after, off this thread."""
-    pa.default_memory_pool().release_unused()
-    _TRIMMER.request()
+    release_unused(_TRIMMER)
 
 
 def _undelivered(finished: Finished, err: Exception) -> Finished:

@@ -74,6 +74,7 @@ class IngesterStats:
     flushed_chunks: int = 0
     flush_failures: int = 0
     replayed_records: int = 0
+    expired_chunks: int = 0  # flushed chunks dropped after their retain period: their memory is free
 
 
 class Ingester:
@@ -231,7 +232,9 @@ class Ingester:
     def expire_retained(self) -> int:
         """Drop flushed chunks past the retain period (the background loop calls it between flushes)."""
         with self._lock:
-            return sum(inst.expire_retained(time.monotonic(), self.retain_s) for inst in self.tenants.values())
+            dropped = sum(inst.expire_retained(time.monotonic(), self.retain_s) for inst in self.tenants.values())
+            self.stats.expired_chunks += dropped
+            return dropped
 
     def memory_chunks(self) -> int:
         """Chunks in memory: the heads, the chunks waiting for flush and the flushed ones retained."""
@@ -327,7 +330,7 @@ class Ingester:
                 flushed += sum(len(chunks) for _, chunks in streams)
             with self._lock:
                 for instance in self.tenants.values():
-                    instance.expire_retained(time.monotonic(), self.retain_s)
+                    self.stats.expired_chunks += instance.expire_retained(time.monotonic(), self.retain_s)
                     instance.drop_empty()
             self.stats.flushed_chunks += flushed
             if flushed or force:

@@ -92,6 +92,22 @@ def test_a_listing_made_before_a_flush_misses_nothing(world):
     assert _query(source) == expected  # the store alone
 
 
+def test_expired_chunks_counts_every_drop_whether_an_expiry_or_a_later_flush_made_it(world):
+    # the ingester actor trims the C heap when this count moves (freed chunks stay in glibc's arenas)
+    clock, ing, _ = world
+    expected: dict = {}
+    _push(ing, expected, "a", 100, "one")
+    assert ing.flush(force=True) == 1
+    assert ing.expire_retained() == 0 and ing.stats.expired_chunks == 0  # still retained
+    clock.now += MIN_CHUNK_RETAIN_S
+    assert ing.expire_retained() == 1 and ing.stats.expired_chunks == 1
+    _push(ing, expected, "b", 200, "two")
+    assert ing.flush(force=True) == 1
+    clock.now += MIN_CHUNK_RETAIN_S
+    assert ing.flush(force=True) == 0  # nothing new to flush, but the flush expires the retained chunk
+    assert ing.stats.expired_chunks == 2 and ing.memory_chunks() == 0
+
+
 def test_without_the_retain_period_a_stale_listing_would_miss_the_flushed_entries(world):
     clock, ing, source = world
     ing.retain_s = 0.0  # the old behaviour: a flushed chunk leaves the ingester at once
