@@ -236,6 +236,7 @@ def ingester_lifecycle(
         ShutdownMarker(marker_dir),
         TokenFile(token_file_path(lc.tokens_file_path, instance_id)),
         stop_background=stop_background,
+        ring_unavailable=(ActorUnavailable, TimeoutError),
     )
 
 

@@ -146,6 +146,7 @@ class IngesterLifecycle:
         tokens: TokenFile,
         *,
         stop_background: Callable[[], None] = lambda: None,
+        ring_unavailable: tuple[type[Exception], ...] = (),
     ):
         self.identity = identity
         self.ring = ring
@@ -153,18 +154,27 @@ class IngesterLifecycle:
         self.marker = marker
         self.token_file = tokens
         self.stop_background = stop_background
+        # errors of a ring that is away for now (restarting, slow): the member's heartbeats register it
+        # once the ring answers, so a join that meets one goes on rather than failing the ingester
+        self.ring_unavailable = ring_unavailable
         self.service = Service(identity.instance_id)
         self.tokens: tuple[int, ...] = ()
         self._lock = threading.Lock()
         self._report: ShutdownReport | None = None
 
     def join(self) -> tuple[int, ...]:
-        """Register in the ring with the token file's tokens (or new ones, then saved)."""
+        """Register in the ring with the token file's tokens (or new ones, then saved). A ring that
+        is away for now (`ring_unavailable`) does not fail the join: the heartbeats, which carry the
+        tokens, register the member when it answers again (a Ray actor whose constructor raises is
+        not restarted: an ingester restarted while the ring's process restarted would be gone)."""
         ident = self.identity
         self.service.start()
         try:
             self.tokens = self.token_file.load() or generate_tokens(ident.instance_id, ident.num_tokens)
-            self.ring.register(ident.instance_id, ident.address, ident.node, self.tokens)
+            try:
+                self.ring.register(ident.instance_id, ident.address, ident.node, self.tokens)
+            except self.ring_unavailable as err:
+                log.warning("ingester %s: the ring is away (%s); heartbeats will register it", ident.instance_id, err)
             self.token_file.save(self.tokens)
         except Exception as err:
             self.service.fail(f"joining the ring: {err}")

@@ -179,6 +179,26 @@ def test_signal_without_prepare_shutdown_follows_the_defaults(setup):
     assert report.flushed_chunks == 0 and "ing-0" not in setup.ring.ring.members
 
 
+class RingAway(Exception):
+    """Stands for the actor layer's ActorUnavailable / call timeout: the ring's process restarts."""
+
+
+def test_a_ring_away_at_join_leaves_the_ingester_running_for_its_heartbeats_to_register(tmp_path):
+    # Ray does not restart an actor whose constructor raised: failing here would lose the ingester
+    token_path = str(tmp_path / "tokens.json")
+    s = Setup(tmp_path, token_path=token_path)
+    s.lifecycle.ring_unavailable = (RingAway,)
+
+    def away(*args):
+        raise RingAway("the ring is restarting")
+
+    s.ring.register = away
+    tokens = s.lifecycle.join()
+    assert s.lifecycle.state is State.RUNNING and tokens == s.lifecycle.tokens and len(tokens) == 16
+    assert json.load(open(token_path))["tokens"] == list(tokens)  # what the heartbeats carry survives a restart
+    assert "ing-0" not in s.ring.ring.members
+
+
 def test_join_failure_marks_the_service_failed(tmp_path):
     s = Setup(tmp_path)
 
