@@ -29,10 +29,10 @@ log = logging.getLogger(__name__)
 # Tail long-polls block a thread each: their own concurrency group keeps them from starving pushes.
 TAIL_GROUP = "tail"
 TAIL_GROUP_THREADS = 64
-# Flushed chunks, their packing buffers and the WAL checkpoints are freed into glibc's arenas,
-# which kept them: 1M bench lines flushed left ~180 MB anonymous against ~80 MB at the start, and
-# a trim after the chunks expired took it to ~97 MB. A trim holds the arenas' locks (pushes
-# allocate), so at most one every few seconds, and only after chunks went.
+# What the ingester frees (its chunks once flushed and expired, and what pushes and checkpoints
+# freed before) stays in glibc's arenas: 1M bench lines flushed left ~180 MB anonymous against ~80
+# MB at the start, and a trim after the chunks expired took it to ~97 MB. A trim holds the arenas'
+# locks (pushes allocate), so at most one every few seconds, and only after chunks went.
 _TRIMMER = MallocTrimmer(interval_s=5.0)
 
 
