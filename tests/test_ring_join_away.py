@@ -10,10 +10,14 @@ import pytest
 
 from svclog.actors import indexgateway_actor, ruler_actor
 from svclog.actors.calls import ActorUnavailable, CallTimeout
+from svclog.actors.ring_member import RingMember
 
 
-class AwayRing:
-    def __init__(self, error: Exception):
+class AwayRing(RingMember):
+    """A RingMember whose ring answers `register` with `error` (None: registers)."""
+
+    def __init__(self, error: Exception | None):
+        super().__init__("ring")
         self.error = error
         self.registered: list[str] = []
 

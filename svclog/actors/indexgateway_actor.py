@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import ray
 
-from svclog.actors.calls import ActorUnavailable, Handles, call
+from svclog.actors.calls import Handles, call
 from svclog.actors.clients import RingClient
 from svclog.actors.options import INDEX_GATEWAY_RING_NAME
 from svclog.actors.ring_member import RingMember
@@ -54,14 +54,7 @@ class IndexGatewayActor:
     def _join_ring(self) -> bool:
         if not self._ring.exists():
             return False  # not created (yet): the heartbeat loop keeps looking
-        try:
-            self._ring.register(self.instance_id, self.instance_id, self._node)
-        except (ActorUnavailable, TimeoutError) as err:
-            # the ring's process restarts: the heartbeat loop joins later (a constructor that raised
-            # would leave this gateway dead: Ray does not restart it then)
-            log.warning("index gateway %s: the ring is away (%s)", self.instance_id, err)
-            return False
-        return True
+        return self._ring.try_register(self.instance_id, self.instance_id, self._node)  # away: the loop joins later
 
     def _heartbeats(self) -> None:
         period_s = max(1.0, self.cfg.index_gateway.ring.heartbeat_period / 1e9)

@@ -10,13 +10,13 @@ import threading
 
 import ray
 
-from svclog.actors.calls import CALL_TIMEOUT_S, ActorUnavailable, call_cancelled
+from svclog.actors.calls import CALL_TIMEOUT_S, call_cancelled
 from svclog.actors.clients import RingClient
 from svclog.actors.gc_freeze import freeze_startup_heap
 from svclog.actors.malloc_trim import MallocTrimmer, release_unused
 from svclog.actors.options import RING_NAME
 from svclog.actors.querier_actor import QuerierActor
-from svclog.actors.ring_member import RingMember
+from svclog.actors.ring_member import RING_AWAY, RingMember
 from svclog.config import Config, limits_for, object_store_uri, replication_factor, wal_dir
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.ingester.instance import local_stream_limit
@@ -105,7 +105,7 @@ class IngesterActor:
         limits = limits_for(self.cfg, tenant)
         try:
             healthy = len(self._ring_client.get().healthy_members())
-        except (ActorUnavailable, TimeoutError):  # ring unreachable: the local limit only
+        except RING_AWAY:  # ring unreachable: the local limit only
             healthy = 0
         return local_stream_limit(
             limits.max_streams_per_user, limits.max_global_streams_per_user, healthy, replication_factor(self.cfg)
@@ -236,7 +236,7 @@ def ingester_lifecycle(
         ShutdownMarker(marker_dir),
         TokenFile(token_file_path(lc.tokens_file_path, instance_id)),
         stop_background=stop_background,
-        ring_unavailable=(ActorUnavailable, TimeoutError),
+        ring_unavailable=RING_AWAY,
     )
 
 

@@ -6,7 +6,15 @@ tokens, so a ring that restarted (and forgot everyone) takes the member back wit
 
 from __future__ import annotations
 
-from svclog.actors.calls import CALL_TIMEOUT_S, Handles, call, fire
+import logging
+
+from svclog.actors.calls import CALL_TIMEOUT_S, ActorUnavailable, Handles, call, fire
+
+log = logging.getLogger(__name__)
+# A ring that is away for now (its process restarting, or slow to answer). A member that meets one
+# while starting goes on and joins by its heartbeats: Ray does not restart an actor whose
+# constructor raised, so failing the start would lose the member for good.
+RING_AWAY: tuple[type[Exception], ...] = (ActorUnavailable, TimeoutError)
 
 
 class RingMember:
@@ -37,6 +45,16 @@ class RingMember:
             tokens=tuple(tokens),
             timeout=CALL_TIMEOUT_S,
         )
+
+    def try_register(self, member_id: str, address: str, node: str, tokens: tuple[int, ...] = ()) -> bool:
+        """`register`, or False when the ring is away (RING_AWAY): the member's heartbeats (or
+        its next try) join it when the ring answers again."""
+        try:
+            self.register(member_id, address, node, tokens)
+        except RING_AWAY as err:
+            log.warning("%s: ring %r is away (%s); heartbeats will register it", member_id, self.ring_name, err)
+            return False
+        return True
 
     def heartbeat(
         self, member_id: str, address: str, node: str, tokens: tuple[int, ...] = (), state: str | None = None

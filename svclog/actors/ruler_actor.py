@@ -15,7 +15,7 @@ import time
 
 import ray
 
-from svclog.actors.calls import ActorUnavailable, Handles, fire
+from svclog.actors.calls import Handles, fire
 from svclog.actors.clients import RingClient
 from svclog.actors.options import RULER_RING_NAME, querier_name
 from svclog.actors.ring_member import RingMember
@@ -140,12 +140,8 @@ class RulerActor(RulerService):
         if not self._ring_member.exists():
             return False  # a single ruler: it owns every group
         node = ray.get_runtime_context().get_node_id()
-        try:
-            self._ring_member.register(self.instance_id, self.instance_id, node)
-        except (ActorUnavailable, TimeoutError) as err:
-            # the ring's process restarts: its heartbeats register this ruler when it answers (a
-            # constructor that raised would leave the ruler dead: Ray does not restart it then)
-            log.warning("ruler %s: the ring is away (%s); heartbeats will register it", self.instance_id, err)
+        # a ring that is away still counts: its heartbeats register this ruler when it answers
+        self._ring_member.try_register(self.instance_id, self.instance_id, node)
         return True
 
     def _ring_snapshot(self) -> Ring | None:
