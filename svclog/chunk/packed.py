@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from svclog.chunk.format import CHUNK_SCHEMA, in_range, split_blocks
+from svclog.chunk.format import CHUNK_SCHEMA, in_range, line_bytes_of, split_blocks
 
 # one thread: a block is small, and Arrow's pool hands each buffer to another thread otherwise
 # (more wake-ups than work, as measured for push payloads in svclog/ingester/payload.py)
@@ -76,13 +76,3 @@ def unpack_blocks(blocks: Sequence[PackedBlock]) -> pa.Table:
     if not blocks:
         return CHUNK_SCHEMA.empty_table()
     return pa.Table.from_batches([block.batch() for block in blocks], schema=CHUNK_SCHEMA)
-
-
-def line_bytes_of(lines: pa.Array) -> int:
-    """Line bytes of a string array, from its first and last offsets: O(1), as stats must cost
-    nothing per line."""
-    if not len(lines):
-        return 0
-    wide = pa.types.is_large_string(lines.type) or pa.types.is_large_binary(lines.type)
-    offsets = np.frombuffer(lines.buffers()[1], dtype=np.int64 if wide else np.int32)
-    return int(offsets[lines.offset + len(lines)] - offsets[lines.offset])

@@ -41,6 +41,9 @@ class SelectRequest:
     # Hints a source may use to read less; the engine re-applies them, so ignoring them is correct.
     line_filters: tuple[ast.LineFilter, ...] = ()  # leading ast.LineFilter stages of the pipeline
     shard: tuple[int, int] | None = None  # (index, count): only streams with fingerprint % count == index
+    # the caller reads no line (only timestamps, labels and metadata): a source may hand out
+    # empty lines instead of decoding them
+    lines_unread: bool = False
 
 
 @dataclass(frozen=True)

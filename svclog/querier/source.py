@@ -306,7 +306,12 @@ class StoreSource:
                 refs = _without_keys(refs, skipped)
         try:
             for labels in sorted(parts.keys() | refs.keys()):
-                flushed = self._fetch_stream(labels, refs.get(labels, ()), request, fetch, line_probe, metadata_equals)
+                chunk_refs = refs.get(labels, ())
+                # lines left undecoded only where none is needed to drop repeats or deleted lines
+                lines = not (
+                    request.lines_unread and drop_deleted is None and labels not in parts and _disjoint(chunk_refs)
+                )
+                flushed = self._fetch_stream(labels, chunk_refs, request, fetch, line_probe, metadata_equals, lines)
                 fresh = parts.pop(labels, [])
                 unflushed = without_flushed_copies(flushed, fresh)
                 self.stats.duplicates += sum(t.num_rows for t in fresh) - sum(t.num_rows for t in unflushed)
@@ -314,8 +319,9 @@ class StoreSource:
                 if not tables:
                     continue
                 # one stored chunk alone is already in order without repeats (every chunk is
-                # sort_dedupe'd when sealed or rewritten; a read keeps a range of its rows)
-                one_chunk = len(flushed) == 1 and not unflushed
+                # sort_dedupe'd when sealed or rewritten; a read keeps a range of its rows), and so
+                # are chunks apart in time read in time order (as those read without lines are)
+                one_chunk = (len(flushed) == 1 or not lines) and not unflushed
                 merged = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
                 del tables, flushed, fresh, unflushed
                 if not one_chunk:
@@ -323,13 +329,14 @@ class StoreSource:
                     merged = sort_dedupe(merged)
                     self.stats.duplicates += before - merged.num_rows
                 elif merged.column("ts").num_chunks > 1:
-                    merged = merged.combine_chunks()  # the stream's one copy: its chunk's blocks joined
+                    merged = merged.combine_chunks()  # the stream's one copy: its chunks' blocks joined
                 if drop_deleted is not None:
                     merged = drop_deleted(labels, merged)
                 if merged.num_rows:
                     yield labels, merged
                 del merged
         finally:
+            self.stats.store_bytes += fetch.blocks.unread_line_bytes
             self.stats.store_chunks_downloaded += fetch.chunks_downloaded
             self.stats.store_compressed_bytes += fetch.compressed_bytes
             self.stats.store_download_seconds += fetch.download_seconds
@@ -343,8 +350,10 @@ class StoreSource:
         fetch: FetchStats,
         line_probe: BlockProbe | None,
         metadata_equals: tuple[tuple[str, str], ...],
+        lines: bool = True,
     ) -> list[pa.Table]:
-        """One stream's entries in the store's chunks overlapping the request, in seal order."""
+        """One stream's entries in the store's chunks overlapping the request, in seal order (in
+        time order without `lines`: chunks apart in time, read with empty lines)."""
         chunk_refs = list(chunk_refs)
         if not chunk_refs:
             return []
@@ -354,11 +363,12 @@ class StoreSource:
             skipped = self._ruled_out({labels: chunk_refs}, request, probe, fetch)
         may_match = probe.may_match if probe is not None else None
         flushed: list[pa.Table] = []
-        for ref in sorted(chunk_refs, key=lambda r: (r.sealed_ns, r.min_ts, r.max_ts)):
+        order = _seal_order if lines else _time_order
+        for ref in sorted(chunk_refs, key=order):
             if ref.key in skipped:
                 continue
             self.guard.check()  # every chunk: a select of thousands stops within one fetch
-            table = self.chunks.fetch(ref, request.start, request.end, fetch, may_match)
+            table = self.chunks.fetch(ref, request.start, request.end, fetch, may_match, lines)
             if table.num_rows:
                 self.stats.store_lines += table.num_rows
                 self.stats.store_bytes += _line_bytes(table)
@@ -410,6 +420,20 @@ class StoreSource:
             found = {labels for labels in found if labels_match(labels, rest)}
             out.update(with_tenant_label(labels, tenant) if self.multi else labels for labels in found)
         return sorted(out)
+
+
+def _seal_order(ref: ChunkRef) -> tuple[int, int, int]:
+    return ref.sealed_ns, ref.min_ts, ref.max_ts
+
+
+def _time_order(ref: ChunkRef) -> tuple[int, int]:
+    return ref.min_ts, ref.max_ts
+
+
+def _disjoint(chunk_refs: Iterable[ChunkRef]) -> bool:
+    """Do the chunks hold entries of apart time spans (so no entry of one repeats in another)?"""
+    spans = sorted(_time_order(ref) for ref in chunk_refs)
+    return all(earlier[1] < later[0] for earlier, later in zip(spans, spans[1:]))
 
 
 def _without_keys(refs: dict[Labels, list[ChunkRef]], keys: Collection[str]) -> dict[Labels, list[ChunkRef]]:

@@ -73,7 +73,7 @@ class ChunkStore:
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         # the opened file of a cached chunk (its footer parsed once: ~0.2 ms a read, 11% of the
         # querier's CPU in the 8-client bench phase); dropped with the chunk's bytes
-        self._readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
+        self._readers: dict[tuple[str, bool], pa.ipc.RecordBatchFileReader] = {}
         # block bounds and token index of every chunk read, kept apart from (and longer than) the
         # bytes: a chunk its filters rule out is then never fetched again (see layout_cache.py)
         self.layouts = LayoutCache(layout_bytes)
@@ -127,11 +127,17 @@ class ChunkStore:
         return refs
 
     def fetch(
-        self, ref: ChunkRef, start: int, end: int, stats: FetchStats | None = None, may_match: BlockTest | None = None
+        self,
+        ref: ChunkRef,
+        start: int,
+        end: int,
+        stats: FetchStats | None = None,
+        may_match: BlockTest | None = None,
+        lines: bool = True,
     ) -> pa.Table:
         """Entries of the chunk in [start, end), a table chunk per block, leaving out blocks
         `may_match` rules out by their token filter (the whole chunk is still one GET: the filters
-        sit in its footer)."""
+        sit in its footer). Without `lines`, lines are left undecoded (see format.decode_blocks)."""
         data = self._get_cached(ref.key)
         if data is None:
             data = self._download(ref.key, stats)
@@ -145,7 +151,8 @@ class ChunkStore:
             may_match,
             stats.blocks if stats is not None else None,
             layout,
-            lambda: self._opened(ref.key, data),
+            lambda whole: self._opened(ref.key, data, whole),
+            lines,
         )
         return pa.Table.from_batches(batches, schema=CHUNK_SCHEMA)
 
@@ -193,17 +200,17 @@ class ChunkStore:
         scan = stats.blocks if stats is not None else BlockScan()
         return stack.ruled_out([ref.key for ref in refs], start, end, possible, scan)
 
-    def _opened(self, key: str, data: bytes) -> pa.ipc.RecordBatchFileReader:
-        """The chunk's opened file, kept while its bytes are cached (opened on the first read that
-        decodes a block of it)."""
+    def _opened(self, key: str, data: bytes, lines: bool = True) -> pa.ipc.RecordBatchFileReader:
+        """The chunk's opened file (with or without its lines: two readers), kept while its bytes
+        are cached (opened on the first read that decodes a block of it)."""
         with self._lock:
-            reader = self._readers.get(key)
+            reader = self._readers.get((key, lines))
         if reader is not None:
             return reader
-        reader = open_chunk(data)
+        reader = open_chunk(data, lines)
         with self._lock:
             if self._cache.get(key) is data:  # still cached: keep it for the next read
-                reader = self._readers.setdefault(key, reader)
+                reader = self._readers.setdefault((key, lines), reader)
         return reader
 
     def _get_cached(self, key: str) -> bytes | None:
@@ -223,5 +230,6 @@ class ChunkStore:
             self._cached += len(data)
             while self._cached > self.cache_bytes:
                 gone, old = self._cache.popitem(last=False)
-                self._readers.pop(gone, None)
+                self._readers.pop((gone, True), None)
+                self._readers.pop((gone, False), None)
                 self._cached -= len(old)

@@ -103,9 +103,9 @@ class CountingChunks:
         self.inner = inner
         self.fetched: list[str] = []
 
-    def fetch(self, ref, start, end, stats=None, may_match=None):
+    def fetch(self, ref, start, end, stats=None, may_match=None, lines=True):
         self.fetched.append(ref.labels.get("app"))
-        return self.inner.fetch(ref, start, end, stats, may_match)
+        return self.inner.fetch(ref, start, end, stats, may_match, lines)
 
 
 def test_store_chunks_are_fetched_one_stream_at_a_time(tmp_path):

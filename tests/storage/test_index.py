@@ -76,7 +76,7 @@ def test_fetch_uses_cache_and_counts_downloads(store):
 def test_a_cached_chunk_is_opened_once_and_forgotten_with_its_bytes(store, monkeypatch):
     opened: list[int] = []
     real_open = chunk_store.open_chunk
-    monkeypatch.setattr(chunk_store, "open_chunk", lambda data: opened.append(1) or real_open(data))
+    monkeypatch.setattr(chunk_store, "open_chunk", lambda data, lines=True: opened.append(1) or real_open(data, lines))
     labels = Labels({"app": "a"}.items())
     one = ChunkStore(store)
     (ref,) = one.put_chunks("t1", [(labels, _chunk([1, 2, 3], ["a", "b", "c"]))], "w")
@@ -89,6 +89,10 @@ def test_a_cached_chunk_is_opened_once_and_forgotten_with_its_bytes(store, monke
     assert chunks.fetch(other, 0, 10).column("line").to_pylist() == ["d", "e", "f"]  # evicts the first
     assert chunks.fetch(ref, 0, 10).column("line").to_pylist() == ["a", "b", "c"]
     assert len(opened) == 3 and len(chunks._readers) == 1
+    assert chunks.fetch(ref, 0, 10, lines=False).column("line").to_pylist() == ["", "", ""]  # its second reader
+    assert len(opened) == 4 and len(chunks._readers) == 2
+    chunks.fetch(other, 0, 10)  # evicts the first again: both its readers go
+    assert len(chunks._readers) == 1
 
 
 def test_object_store_put_get_list_delete(store):

@@ -26,7 +26,7 @@ from svclog.logql.engine.range_agg import LOG_OPS, UNWRAP_OPS, windows
 from svclog.logql.engine.result import (
     QueryResult,
 )
-from svclog.logql.engine.samples import ERROR_LABEL, SampleSeries, SeriesCap, select_samples
+from svclog.logql.engine.samples import COUNTING_OPS, ERROR_LABEL, SampleSeries, SeriesCap, select_samples
 from svclog.logql.engine.series import ScalarSteps, SeriesSet
 from svclog.logql.source import LogSource
 from svclog.model import Labels, MatchType, ValidationError
@@ -144,6 +144,7 @@ def _range_aggregation(node: ast.RangeAggregation, ctx: EvalContext) -> SeriesSe
         guard=ctx.guard,
         cap=ctx.caps.get(id(node)),
         required=ctx.required_labels.get(id(node)),
+        values_read=node.op not in COUNTING_OPS,
     )
     # absent_over_time too fails on an error label it sees (the reference checks before answering)
     _check_errors(samples, ctx.error_policies.get(id(node), ErrorPolicy()), ends, log_range.range)

@@ -91,18 +91,26 @@ def select_samples(
     guard: QueryGuard | None = None,
     cap: SeriesCap | None = None,
     required: frozenset[str] | None = None,
+    values_read: bool = True,
 ) -> list[SampleSeries]:
     """Samples of every series of `log_range` with timestamps in [start, end).
 
     `keep` (hints.series_label_hints): the only labels the caller's answer depends on; series
     then carry just those (plus errors), and the parser extracts only what is kept or read.
     `guard` is checked per block and charged with what the samples hold; `cap` see SeriesCap.
-    `required` (hints.required_labels): the labels the reference's parsers are told are required."""
+    `required` (hints.required_labels): the labels the reference's parsers are told are required.
+    Without `values_read` (an op that only counts entries: COUNTING_OPS) every value is 0, and a
+    pipeline that reads no line asks the source for none."""
     guard = guard if guard is not None else QueryGuard()
     capped: set[Labels] = set()
     query = log_range.query
+    values_read = values_read or log_range.unwrap is not None
     request = SelectRequest(
-        matchers=query.selector.matchers, start=start, end=end, line_filters=leading_line_filters(query)
+        matchers=query.selector.matchers,
+        start=start,
+        end=end,
+        line_filters=leading_line_filters(query),
+        lines_unread=not values_read and all(isinstance(stage, _LINE_FREE_STAGES) for stage in query.stages),
     )
     extract = parser_labels(log_range, keep) if keep is not None else None
     stages = remaining_stages(query, source)
@@ -118,8 +126,10 @@ def select_samples(
         transient = batch_bytes(batch)  # the parsed columns, held while this block is grouped
         if log_range.unwrap is not None:
             values, batch = unwrap_values(batch, log_range.unwrap)
-        else:
+        elif values_read:
             values = _line_bytes(batch.line)
+        else:
+            values = np.zeros(len(batch))
         if keep is not None:
             _project(batch, keep)
         return batch, values, transient
@@ -146,6 +156,12 @@ def select_samples(
         guard.charge(kept)
         guard.release(transient)
     return [_merge(labels, chunks) for labels, chunks in parts.items()]
+
+
+# Log-range ops whose samples are counted, never summed: an entry's value (its line's size) is unread
+COUNTING_OPS = frozenset({"count_over_time", "rate", "absent_over_time"})
+# Stages that read labels only: a pipeline of these alone never looks at a line
+_LINE_FREE_STAGES = (ast.LabelFilter, ast.Drop, ast.Keep)
 
 
 # Parsers: a block's work is then long kernels that release the GIL (RE2, Arrow, numpy), worth a
