@@ -15,7 +15,6 @@ from svclog.actors.clients import RingClient
 from svclog.actors.gc_freeze import freeze_startup_heap
 from svclog.actors.malloc_trim import MallocTrimmer, release_unused
 from svclog.actors.options import RING_NAME
-from svclog.actors.querier_actor import QuerierActor
 from svclog.actors.ring_member import RING_AWAY, RingMember
 from svclog.config import Config, limits_for, object_store_uri, replication_factor, wal_dir
 from svclog.ingester.ingester import Ingester, IngesterSettings
@@ -73,8 +72,13 @@ class IngesterActor:
         self.lifecycle.join()
         self._loop.start()
         # a local start's second querier (launch.ingester_querier): its pull loops take sub-queries
-        # from the scheduler with this process's Python, idle while queries run
-        self.querier = QuerierActor(cfg, querier_id) if querier_id is not None else None
+        # from the scheduler with this process's Python, idle while queries run. Imported only
+        # then: an ingester alone needs none of the query engine's modules (~80, ~3 MB)
+        self.querier = None
+        if querier_id is not None:
+            from svclog.actors.querier_actor import QuerierActor
+
+            self.querier = QuerierActor(cfg, querier_id)
         _install_signal_hook(self)
         freeze_startup_heap()  # a full GC would hold pushes up walking the start-up heap (gc_freeze.py)
 

@@ -23,10 +23,8 @@ from svclog.ingester.instance import (
     SLACK,
     PackedStreams,
     TenantInstance,
-    check_deadline,
-    covered_keys,
     pack_due,
-    page_of,
+    packed_page,
 )
 from svclog.ingester.payload import BatchStream, PushedStream, decode_batch, encode_batch
 from svclog.ingester.stream import MemoryStream
@@ -196,11 +194,9 @@ class Ingester:
             gathered = instance.gather(
                 matchers, start, end, shard, line_filters, deadline, cancelled, after, page_bytes
             )
-        # decoding and filtering outside the lock: pushes and the other selects go on meanwhile
-        streams, scan, more_after, window = page_of(gathered, start, end, line_filters, page_bytes, deadline, cancelled)
-        check_deadline(deadline, cancelled)  # nobody waits for rows of a stopped query: do not ship them
-        # any copy of slices runs outside the lock
-        return PackedStreams.pack(streams, scan, more_after, window, covered_keys(gathered, more_after))
+        # decoding, filtering and any copy of slices outside the lock: pushes and the other selects
+        # go on meanwhile
+        return packed_page(gathered, start, end, line_filters, page_bytes, deadline, cancelled)
 
     def series(self, tenant: str, matchers: Iterable[Matcher], start: int, end: int) -> list[Labels]:
         with self._lock:

@@ -251,8 +251,7 @@ class TenantInstance:
     ) -> PackedStreams:
         """`select` (or one page of it) as one table (one transfer, one schema instead of one per stream)."""
         gathered = self.gather(matchers, start, end, shard, line_filters, deadline, cancelled, after, page_bytes)
-        streams, scan, more_after, window = page_of(gathered, start, end, line_filters, page_bytes, deadline, cancelled)
-        return PackedStreams.pack(streams, scan, more_after, window, covered_keys(gathered, more_after))
+        return packed_page(gathered, start, end, line_filters, page_bytes, deadline, cancelled)
 
     def stream_stats(self, matchers: Iterable[Matcher], start: int, end: int) -> list[tuple[Labels, int, int, int]]:
         """(labels, entries, bytes, chunks) of matching streams with unflushed entries in [start, end):
@@ -328,6 +327,22 @@ def covered_keys(gathered: list[Gathered], more_after: Labels | None) -> frozens
     return frozenset(
         key for item in gathered if more_after is None or not more_after < item.labels for key in item.covered
     )
+
+
+def packed_page(
+    gathered: list[Gathered],
+    start: int,
+    end: int,
+    line_filters: tuple[ast.LineFilter, ...] = (),
+    page_bytes: int = 0,
+    deadline: float | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> PackedStreams:
+    """The gathered streams' page (`page_of`) packed for another process, with the store keys it
+    answers for; a query stopped meanwhile gets nothing shipped (its error instead)."""
+    streams, scan, more_after, window = page_of(gathered, start, end, line_filters, page_bytes, deadline, cancelled)
+    check_deadline(deadline, cancelled)
+    return PackedStreams.pack(streams, scan, more_after, window, covered_keys(gathered, more_after))
 
 
 def page_of(
