@@ -106,6 +106,29 @@ class LongWorkPriority:
                         log.warning("could not raise a querier thread's priority back to %d", base)
 
 
+BACKGROUND_NICENESS = 19  # below lowered sub-queries: CFS weight 15 against their 110
+
+
+@contextmanager
+def in_background() -> Iterator[None]:
+    """Run the block on this thread at `BACKGROUND_NICENESS`, and back afterwards: work nobody
+    waits on (an ingester's chunk uploads) then takes what the queries leave of the cores. Only
+    where the priority can be raised back; the block must hold no lock a query or push waits on."""
+    if not can_restore_priority():
+        yield
+        return
+    tid = threading.get_native_id()
+    base = os.getpriority(os.PRIO_PROCESS, tid)
+    _set_niceness(tid, max(base, BACKGROUND_NICENESS))
+    try:
+        yield
+    finally:
+        try:
+            _set_niceness(tid, base)
+        except OSError:
+            log.warning("could not raise a background thread's priority back to %d", base)
+
+
 def at_callers_priority(work: Callable[P, R]) -> Callable[P, R]:
     """`work` to run on a helper thread at the niceness its caller has now (a lowered sub-query's
     blocks stay lowered on the helpers), and the helper's own niceness back afterwards."""

@@ -87,3 +87,30 @@ def test_helper_work_runs_at_its_callers_priority_and_the_helper_returns_to_its_
         seen, helper_after = _in_thread(caller)
     assert seen == (helper_own + 4 if capable else helper_own)
     assert helper_after == helper_own
+
+
+def test_background_work_runs_below_lowered_queries_and_returns_to_its_priority():
+    def run():
+        base = _niceness()
+        with priority.in_background():
+            inside = _niceness()
+        return base, inside, _niceness()
+
+    base, inside, after = _in_thread(run)
+    expected = max(base, priority.BACKGROUND_NICENESS) if priority.can_restore_priority() else base
+    assert inside == expected and after == base
+    assert priority.BACKGROUND_NICENESS > priority.LONG_NICENESS
+
+
+def test_background_priority_is_restored_when_the_work_fails():
+    def run():
+        base = _niceness()
+        try:
+            with priority.in_background():
+                raise RuntimeError("upload failed")
+        except RuntimeError:
+            pass
+        return base, _niceness()
+
+    base, after = _in_thread(run)
+    assert after == base

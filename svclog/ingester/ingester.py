@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from svclog.chunk.head import DEFAULT_BLOCK_BYTES, HeadBlock, SealedChunk
 from svclog.chunk.packed import PackedBlock
+from svclog.cpu_priority import in_background
 from svclog.ingester.instance import (
     SLACK,
     PackedStreams,
@@ -308,11 +309,12 @@ class Ingester:
             # segment per stream made ~100 small objects per flush for the compactor to merge)
             for tenant, streams in pending.items():
                 try:
-                    self.writer.put_chunks(
-                        tenant,
-                        [(stream.labels, c) for stream, chunks in streams for c in chunks],
-                        self.settings.instance_id,
-                    )
+                    with in_background():  # holds no ingester lock: queries and pushes go first
+                        self.writer.put_chunks(
+                            tenant,
+                            [(stream.labels, c) for stream, chunks in streams for c in chunks],
+                            self.settings.instance_id,
+                        )
                 except Exception as err:  # the store may be down: keep the chunks (and the WAL) and retry later
                     log.exception("flush of %d streams' chunks for tenant %s failed", len(streams), tenant)
                     self.stats.flush_failures += len(streams)
