@@ -20,11 +20,12 @@ from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, Finished
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri, replication_factor
-from svclog.cpu_priority import LongWorkPriority
+from svclog.cpu_priority import LongWorkPriority, in_background
 from svclog.log_level import apply_level
 from svclog.logql.engine.guard import QueryCancelled, QueryGuard, QueryLimits
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.querier.running import RunningQueries
+from svclog.querier.warmup import warm_up
 from svclog.scheduler import Assignment
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.index import IndexReader
@@ -65,6 +66,8 @@ class QuerierActor:
             querier_settings(cfg),
             deletes=QueryTimeDeletes(DeleteRequestStore(store)),
         )
+        # the first query's imports and first-use costs, paid now (querier/warmup.py)
+        threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
         if querier_id is not None:
             # pulling starts with the process, so a querier Ray restarts after a crash pulls again
             # (and its new process id tells the scheduler to re-queue what the old one was running)
@@ -253,3 +256,8 @@ def _try_actor(name: str):
 
 
 RemoteQuerier = ray.remote(QuerierActor)
+
+
+def _warm_up() -> None:
+    with in_background():
+        warm_up()

@@ -34,6 +34,7 @@ from svclog.frontend.budgets import BudgetCheck, QueryTooLarge, ReadBudget, Read
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.results_cache import results_cache_options
 from svclog.logql.engine.guard import QueryLimits, QueryTimedOut, smallest_positive, timeout_error
+from svclog.logql.parser import build_tables
 from svclog.model import SvcError
 from svclog.scheduler.querier_shard import preferred_queriers
 from svclog.serve import query_log
@@ -132,6 +133,7 @@ class HostedFrontend:
         self._in_flight = 0  # queries this replica runs now: the planner shards only onto idle queriers
         self._tenants_busy: collections.Counter[str] = collections.Counter()  # tenant keys with queries in flight
         self._max_queriers = tenant_queriers(cfg)
+        threading.Thread(target=build_tables, name="parser-tables", daemon=True).start()
         self.frontend = QueryFrontend(
             FrontendSettings(
                 split_queries_by_interval=cfg.limits_config.split_queries_by_interval,
