@@ -114,3 +114,14 @@ def test_background_priority_is_restored_when_the_work_fails():
 
     base, after = _in_thread(run)
     assert after == base
+
+
+def test_a_querier_process_hands_the_gil_over_sooner_than_pythons_default():
+    import sys
+
+    before = sys.getswitchinterval()
+    try:
+        priority.share_the_gil()
+        assert sys.getswitchinterval() == priority.QUERY_SWITCH_INTERVAL_S < 0.005
+    finally:
+        sys.setswitchinterval(before)

@@ -20,7 +20,7 @@ from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, Finished
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri, replication_factor
-from svclog.cpu_priority import LongWorkPriority, in_background
+from svclog.cpu_priority import LongWorkPriority, in_background, share_the_gil
 from svclog.log_level import apply_level
 from svclog.logql.engine.guard import QueryCancelled, QueryGuard, QueryLimits
 from svclog.querier.querier import Querier, QuerierSettings
@@ -46,6 +46,7 @@ def querier_settings(cfg: Config) -> QuerierSettings:
 class QuerierActor:
     def __init__(self, cfg: Config, querier_id: str | None = None):
         apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
+        share_the_gil()
         store = ObjectStore(object_store_uri(cfg))
         pool = IngesterPool(RingClient(), replication_factor(cfg))
         self._pullers: list[threading.Thread] = []
