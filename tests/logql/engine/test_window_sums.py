@@ -63,15 +63,22 @@ def ref_stdvar(values: list[float]) -> float:
     return aux / len(values)
 
 
-def same(got: float, want: float, tol: float = 0.0, scale: float = 0.0) -> bool:
-    """Equal, NaN equal to NaN; with `tol`, close relative to the result or to the window's scale."""
+# below the smallest normal float (subnormals) relative precision is gone: a mean of
+# [5e-324, 0.0] is 0.0 or 5e-324 by the order of rounding, both right
+SUBNORMAL = sys.float_info.min
+# a deviation is the root of a variance: one known to within SUBNORMAL gives one known to within
+# its root (samples of 6e-161 have a variance of 7.5e-322, whose root moves by 1e-163 a rounding)
+DEVIATION_FLOOR = math.sqrt(SUBNORMAL)
+
+
+def same(got: float, want: float, tol: float = 0.0, scale: float = 0.0, floor: float = SUBNORMAL) -> bool:
+    """Equal, NaN equal to NaN; with `tol`, close relative to the result or to the window's scale,
+    or within `floor`."""
     if math.isnan(want) or math.isnan(got):
         return math.isnan(want) and math.isnan(got)
     if math.isinf(want) or tol == 0.0:
         return got == want
-    # below the smallest normal float (subnormals) relative precision is gone: a mean of
-    # [5e-324, 0.0] is 0.0 or 5e-324 by the order of rounding, both right
-    return math.isclose(got, want, rel_tol=tol, abs_tol=tol * scale + sys.float_info.min)
+    return math.isclose(got, want, rel_tol=tol, abs_tol=tol * scale + floor)
 
 
 values_st = st.one_of(
@@ -102,13 +109,15 @@ def test_each_window_equals_the_reference_loop_over_that_window(points, range_s,
         assert same(got["rate"][i], ref_sum(inside) / range_s, 1e-12, size * len(inside))
         assert same(got["avg_over_time"][i], ref_avg(inside), 1e-12, size * len(inside))
         assert same(got["stdvar_over_time"][i], ref_stdvar(inside), 1e-12, size * size * len(inside))
-        assert same(got["stddev_over_time"][i], math.sqrt(ref_stdvar(inside)), 1e-6, size)
+        assert same(got["stddev_over_time"][i], math.sqrt(ref_stdvar(inside)), 1e-6, size, DEVIATION_FLOOR)
         # the same op over the window's samples alone: bit for bit (variances shift by the series' mean)
         alone = windows(ts[w.lo[i] : w.hi[i]], values[w.lo[i] : w.hi[i]], ends[i : i + 1], range_s * NS)
         for op in WINDOW_OPS:
             tol = 1e-9 if op.startswith("std") else 0.0
-            scale = size if op == "stddev_over_time" else size * size  # a deviation is in the values' units
-            assert same(got[op][i], UNWRAP_OPS[op](alone)[0], tol, scale), op
+            deviation = op == "stddev_over_time"
+            scale = size if deviation else size * size  # a deviation is in the values' units
+            floor = DEVIATION_FLOOR if deviation else SUBNORMAL
+            assert same(got[op][i], UNWRAP_OPS[op](alone)[0], tol, scale, floor), op
 
 
 def test_huge_value_does_not_swallow_later_windows() -> None:
@@ -177,3 +186,15 @@ def test_range_query_matches_instant_query_at_every_step(points, op, range_s) ->
         scale = size if op == "stddev_over_time" else size * size  # a deviation is in the values' units
         for sample in instant.samples:
             assert same(by_time[step * NS], sample.value, tol, scale), (step, sample.value)
+
+
+def test_deviations_of_samples_whose_variance_is_subnormal_compare_within_its_root() -> None:
+    """Hypothesis's find: four samples, one of 6.3e-161, whose variance (7.5e-322) is subnormal."""
+    points = [(0, 0.0), (0, 0.0), (0, 0.0), (0, 6.341254160919432e-161)]
+    ts, values = _series(points)
+    w = windows(ts, values, np.array([0], dtype=np.int64), NS)  # the window ending at the samples
+    assert w.hi[0] - w.lo[0] == 4
+    got = UNWRAP_OPS["stddev_over_time"](w)[0]
+    want = math.sqrt(ref_stdvar(values.tolist()))
+    assert same(got, want, 1e-6, 6.341254160919432e-161, DEVIATION_FLOOR)
+    assert abs(got - want) < DEVIATION_FLOOR
