@@ -18,6 +18,7 @@ import ray
 
 from svclog.actors.calls import CALL_TIMEOUT_S, QUERY_TIMEOUT_S, Handles, acall, call, cancel_calls, remote_cause
 from svclog.actors.options import RING_NAME
+from svclog.actors.push_channels import ChannelUnavailable, PushChannels, PushRejected, open_lane
 from svclog.distributor.quorum import QuorumTracker
 from svclog.ingester.payload import encode_batch
 from svclog.logql.source import IngesterScan
@@ -69,11 +70,13 @@ class IngesterPool:
     cancellable = True  # `select` takes `on_cancel`: a cancelled query's selects are cancelled too
     pages = True  # `select` takes `after` and `page_bytes` and answers a 4th value (StoreSource pages)
 
-    def __init__(self, ring: RingClient, replication_factor: int):
+    def __init__(self, ring: RingClient, replication_factor: int, channels: bool = False):
+        """`channels`: push to the ingesters on this node over local sockets (push_channels.py)."""
         self.ring = ring
         self.rf = replication_factor
         self._handles = Handles()
         self.stragglers = Stragglers()
+        self.channels = PushChannels(lambda address: open_lane(self.handle(address))) if channels else None
 
     def handle(self, address: str) -> Any:
         """The ingester actor's handle; ActorMissing (a ValueError) when it does not run."""
@@ -87,6 +90,14 @@ class IngesterPool:
         """Push each member its streams; return once every stream has a quorum of replicas (or one
         cannot reach it any more). Replicas still pushing then finish in the background."""
         ring = self.ring.get()
+        if self.channels is not None and len(assignments) == 1:
+            [(member_id, streams)] = assignments.items()
+            member = ring.members.get(member_id)
+            try:
+                if member is not None:
+                    return {member_id: self._push_over_channel(member.address, tenant, streams)}
+            except ChannelUnavailable:
+                pass  # an actor call instead
         tracker = QuorumTracker(assignments)
         pending: dict[ray.ObjectRef, str] = {}
         errors: dict[str, Exception | None] = {}
@@ -112,6 +123,26 @@ class IngesterPool:
             for member_id in pending.values():
                 errors[member_id] = TimeoutError(f"no answer from ingester {member_id} within {PUSH_TIMEOUT_S:g}s")
         return errors
+
+    def _push_over_channel(self, address: str, tenant: str, streams: list[ColumnStream]) -> Exception | None:
+        """The push's outcome over the channel to `address`; ChannelUnavailable when it did not go."""
+        assert self.channels is not None
+        try:
+            self.channels.push(address, encode_batch(tenant, streams), PUSH_TIMEOUT_S)
+        except PushRejected as rejected:
+            return rejected.cause
+        return None
+
+    def open_channels(self) -> None:
+        """Open the channels to the ring's ingesters ahead of the first push (a start's warm-up)."""
+        if self.channels is not None:
+            for member in self.ring.get().members.values():
+                self.channels.open(member.address)
+
+    def close_channels(self) -> None:
+        """Before the ingesters stop: later pushes use actor calls."""
+        if self.channels is not None:
+            self.channels.close()
 
     def _fan_out(self, method: str, *args, strict: bool = False, on_cancel=None):
         """`method` on every (healthy) ingester. Failures are tolerated below the replication factor;

@@ -20,6 +20,7 @@ from svclog.config import Config, limits_for, object_store_uri, replication_fact
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.ingester.instance import local_stream_limit
 from svclog.ingester.lifecycle import Identity, IngesterLifecycle, ShutdownMarker, TokenFile, token_file_path
+from svclog.ingester.push_listener import PushListener
 from svclog.log_level import apply_level
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.objstore import ObjectStore
@@ -79,6 +80,8 @@ class IngesterActor:
             from svclog.actors.querier_actor import QuerierActor
 
             self.querier = QuerierActor(cfg, querier_id)
+        # gateways on this node push over a local socket rather than an actor call (push_listener.py)
+        self.push_listener = PushListener(self.ingester.push_payload)
         _install_signal_hook(self)
         freeze_startup_heap()  # a full GC would hold pushes up walking the start-up heap (gc_freeze.py)
 
@@ -127,6 +130,10 @@ class IngesterActor:
 
     def push_payload(self, payload: bytes) -> None:
         self.ingester.push_payload(payload)
+
+    def push_channel(self) -> tuple[str, bytes, str]:
+        """Where a gateway on this node pushes without an actor call: (socket address, key, node id)."""
+        return self.push_listener.address, self.push_listener.authkey, self.node
 
     def push(self, tenant, streams) -> None:
         self.ingester.push(tenant, streams)

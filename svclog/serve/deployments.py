@@ -37,7 +37,7 @@ from svclog.logql.engine.guard import QueryLimits, QueryTimedOut, smallest_posit
 from svclog.logql.parser import build_tables
 from svclog.model import SvcError
 from svclog.scheduler.querier_shard import preferred_queriers
-from svclog.serve import query_log
+from svclog.serve import query_log, telemetry
 from svclog.serve.admin_backend import RayAdmin
 from svclog.serve.app import GatewaySettings, Services, build_app
 from svclog.serve.backend import ServeBackend
@@ -60,7 +60,11 @@ class HostedDistributor:
         self.cfg = cfg
         self.ring = RingClient()
         rf = replication_factor(cfg)
-        self.pool = IngesterPool(self.ring, rf)
+        # pushes to an ingester on this node go over a local socket (svclog/actors/push_channels.py)
+        self.pool = IngesterPool(self.ring, rf, channels=True)
+        channels = self.pool.channels
+        if channels is not None:
+            telemetry.PUSH_CHANNELS.sources.append(lambda: channels.stats)
         # how many gateways share a `global` rate limit: Serve's running replicas, or a given count
         # (a gateway serving HTTP itself, svclog/serve/direct_gateway.py, is the only one)
         replicas = gateways or ServeReplicaCount()
@@ -81,6 +85,7 @@ class HostedDistributor:
         try:
             for member in self.ring.get().members.values():
                 self.pool.handle(member.address)
+            self.pool.open_channels()
         except Exception as err:  # noqa: BLE001 - still starting: the first push looks them up
             log.debug("distributor warm-up: %s", err)
 
@@ -353,6 +358,7 @@ class Gateway:
         components = targets.components(cfg.targets())
         gateways = (lambda: 1) if direct else None
         distributor = HostedDistributor(cfg, gateways) if "distributor" in components else None
+        self.distributor = distributor
         frontend = HostedFrontend(cfg, num_queriers) if components & {"query-frontend", "querier"} else None
         # component probes, ingester shutdown, ring pages
         self.admin = RayAdmin(cfg, deployments=direct_gateway_states if direct else None)
@@ -381,6 +387,8 @@ class Gateway:
         cheaper than deploying the standby application, which starts a process while the
         service is going away."""
         self.standby.enter(state)
+        if state == "stopping" and self.distributor is not None:
+            self.distributor.pool.close_channels()  # pushes in flight answered: the ingesters may stop
 
     def serve_when_ready(self) -> None:
         """Probe the components as `/ready` does until all run, then leave the starting standby."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import platform
 import subprocess
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily
@@ -33,6 +35,35 @@ class _ReceivedCollector:
 
 
 REGISTRY.register(_ReceivedCollector())
+
+
+class _ChannelCounts(Protocol):
+    pushes: int
+    broken: int
+
+
+class _PushChannelCollector:
+    """Pushes this process sent to ingesters over local sockets (svclog/actors/push_channels.py)."""
+
+    def __init__(self) -> None:
+        self.sources: list[Callable[[], _ChannelCounts]] = []
+
+    def collect(self):
+        stats = [source() for source in self.sources]
+        pushes = CounterMetricFamily(
+            "svc_distributor_channel_pushes", "Pushes sent to an ingester over a local socket instead of an actor call."
+        )
+        broken = CounterMetricFamily(
+            "svc_distributor_channels_broken",
+            "Push sockets closed after a failure (actor calls until one opens again).",
+        )
+        pushes.add_metric([], sum(s.pushes for s in stats))
+        broken.add_metric([], sum(s.broken for s in stats))
+        return [pushes, broken]
+
+
+PUSH_CHANNELS = _PushChannelCollector()
+REGISTRY.register(PUSH_CHANNELS)
 QUERIES = Counter(
     "svc_query_requests", "Query requests by endpoint and status code.", ["endpoint", "status"], registry=REGISTRY
 )
