@@ -127,7 +127,8 @@ class PushChannels:
             try:
                 lane = self._connect(address)
             except Exception as err:  # noqa: BLE001 - another node, an old ingester, still starting
-                log.info("no push channel to %s (%s); pushes use actor calls", address, err)
+                # debug: an ingester on another node is asked again every RETRY_S, for good reason
+                log.debug("no push channel to %s (%s); pushes use actor calls", address, err)
                 self._retry_at[address] = self._clock() + self.RETRY_S
                 return None
             self._lanes[address] = lane
