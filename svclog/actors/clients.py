@@ -93,11 +93,11 @@ class IngesterPool:
         if self.channels is not None and len(assignments) == 1:
             [(member_id, streams)] = assignments.items()
             member = ring.members.get(member_id)
-            try:
-                if member is not None:
+            if member is not None:
+                try:
                     return {member_id: self._push_over_channel(member.address, tenant, streams)}
-            except ChannelUnavailable:
-                pass  # an actor call instead
+                except ChannelUnavailable:
+                    pass  # an actor call instead
         tracker = QuorumTracker(assignments)
         pending: dict[ray.ObjectRef, str] = {}
         errors: dict[str, Exception | None] = {}

@@ -63,8 +63,8 @@ class HostedDistributor:
         # pushes to an ingester on this node go over a local socket (svclog/actors/push_channels.py)
         self.pool = IngesterPool(self.ring, rf, channels=True)
         channels = self.pool.channels
-        if channels is not None:
-            telemetry.PUSH_CHANNELS.sources.append(lambda: channels.stats)
+        assert channels is not None  # asked for just above
+        telemetry.PUSH_CHANNELS.sources.append(lambda: channels.stats)
         # how many gateways share a `global` rate limit: Serve's running replicas, or a given count
         # (a gateway serving HTTP itself, svclog/serve/direct_gateway.py, is the only one)
         replicas = gateways or ServeReplicaCount()
