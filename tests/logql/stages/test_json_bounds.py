@@ -4,6 +4,8 @@ import json
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from svclog.logql import ast
 from svclog.logql.stages.json_parser import MAX_DEPTH, MAX_EXTRACTED, TOO_DEEP, JsonParserStage, parse_json_line
@@ -53,8 +55,12 @@ NOT_OBJECTS_AND_OBJECTS = [
     '  {"a": 1}',
     '{"a":1, bad',
     "[1, 2]",
-    "  [" * 40 + "]" * 40,  # no object, but deeper than MAX_DEPTH: the nesting error, not the object one
+    "  [" * 40 + "]" * 40,
+    "[" * MAX_DEPTH,  # as many opening brackets as MAX_DEPTH: told apart in the one pass
+    "[" * (MAX_DEPTH + 1),  # no object, but deeper than MAX_DEPTH: the nesting error, not the object one
+    "x" + "[]" * (MAX_DEPTH + 5),  # more brackets than MAX_DEPTH, nested one deep: the object error
     'level=info msg="[brackets] {inside}"',
+    '10.1.2.3 - - [30/Nov/2026:04:30:00 +0000] "GET /a HTTP/1.1" 200 512 "-" "curl/8" rt=0.001',
     "x" + "[" * 200,
     '"a string"',
     "null",
@@ -73,3 +79,15 @@ def test_the_stage_answers_per_line_parsing_for_lines_that_are_no_objects(only):
     assert col(out, "__error__") == [None if error is None else "JSONParserErr" for _, error in expected]
     for name in {name for labels, _ in expected for name in labels if only is None or name in only}:
         assert col(out, name) == [labels.get(name) for labels, _ in expected], name
+
+
+_LINE_CHARS = st.sampled_from(list(' \t{}[]"\\:,=ax1'))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(_LINE_CHARS, max_size=90) | st.builds(lambda n: "[" * n, st.integers(60, 70)), max_size=12))
+def test_lines_told_apart_in_one_pass_get_the_per_line_answers(lines):
+    """Random lines heavy in brackets and quotes: errors and labels as parse_json_line's."""
+    out = JsonParserStage(ast.JsonParser(params=()), only=frozenset()).process(batch(*lines))
+    expected = [parse_json_line(line) for line in lines]
+    assert col(out, "__error_details__") == [error for _, error in expected]
