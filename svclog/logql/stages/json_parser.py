@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -192,6 +192,31 @@ FLAT_OBJECT = (
 )
 
 
+class _ErrorCodes:
+    """Each entry's parser error as an index into the few distinct messages (-1: none), so a
+    batch of mostly failing lines (a mixed stream under `| json`) costs no per-entry objects."""
+
+    def __init__(self, n: int):
+        self.codes = np.full(n, -1, dtype=np.int32)
+        self.texts: dict[str, int] = {}
+
+    def _code(self, text: str) -> int:
+        return self.texts.setdefault(text, len(self.texts))
+
+    def set(self, rows: np.ndarray, text: str) -> None:
+        self.codes[rows] = self._code(text)
+
+    def set_one(self, row: int, text: str) -> None:
+        self.codes[row] = self._code(text)
+
+    def mask(self) -> pa.Array:
+        return pa.array(self.codes >= 0)
+
+    def details(self) -> pa.Array:
+        texts = pa.array(list(self.texts), pa.string())
+        return texts.take(pa.array(self.codes, mask=self.codes < 0))
+
+
 class JsonParserStage:
     def __init__(self, node: ast.JsonParser, only: frozenset[str] | None = None):
         self.params: list[tuple[str, list[str | int]]] = []
@@ -210,32 +235,32 @@ class JsonParserStage:
             return self._extract(batch)
         n = len(batch)
         columns: dict[str, list[str | None]] = {}
-        errors: list[str | None] = [None] * n
+        errors = _ErrorCodes(n)
         wanted = self._wanted_keys(batch)
         lines = batch.line
-        rows: Sequence[int] = range(n)
+        rows = np.arange(n)
         if wanted is not None and not wanted:  # nothing to extract from a well-formed line: only errors matter
             flat = pc.fill_null(pc.match_substring_regex(lines, FLAT_OBJECT), False).to_numpy(zero_copy_only=False)
             if flat.all():
                 return batch
-            rows = np.flatnonzero(~flat).tolist()
-            lines = lines.take(rows)
+            rows = np.flatnonzero(~flat)
+            lines = lines.take(pa.array(rows))
         not_object = pc.and_(  # too many brackets: the nesting check may answer another error
             pc.fill_null(pc.match_substring_regex(lines, _NOT_AN_OBJECT), True),
             pc.fill_null(pc.less_equal(pc.count_substring_regex(lines, _OPENING_BRACKET), MAX_DEPTH), True),
         ).to_numpy(zero_copy_only=False)
         if not_object.any():
-            for row in np.asarray(rows)[not_object].tolist():
-                errors[row] = json_scan.OBJECT_ERROR
-            rows = np.asarray(rows)[~not_object].tolist()
+            errors.set(rows[not_object], json_scan.OBJECT_ERROR)
+            rows = rows[~not_object]
             lines = lines.filter(pa.array(~not_object))
-        for row, line in zip(rows, lines.to_pylist()):
+        for row, line in zip(rows.tolist(), lines.to_pylist()):
             if wanted is not None and not wanted and _is_object(line or ""):
                 continue
             fields, error = parse_json_line(line or "")
             if error is not None and self.required:
                 fields, error = parse_json_line(line or "", self._stop(batch, row))
-            errors[row] = error
+            if error is not None:
+                errors.set_one(row, error)
             for name, value in fields.items():
                 if wanted is not None and name not in wanted:
                     continue
@@ -248,8 +273,7 @@ class JsonParserStage:
                 continue
             target = name + EXTRACTED_SUFFIX if name in batch.origin else name
             batch.set_parser_label(target, pa.array(values, pa.string()), keep_parsed=True)
-        err = pa.array(errors, pa.string())
-        set_error(batch, pa.array([e is not None for e in errors]), ERR_JSON, err)
+        set_error(batch, errors.mask(), ERR_JSON, errors.details())
         return batch
 
     def _stop(self, batch: LogBatch, row: int) -> Stop:
