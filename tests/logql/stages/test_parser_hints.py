@@ -6,10 +6,13 @@ import random
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from svclog.logql import ast
 from svclog.logql.parser import parse as parse_query
 from svclog.logql.stages import build_pipeline
+from svclog.logql.stages.logfmt_kernels import Haystack
 from svclog.logql.stages.logfmt_parser import LogfmtParserStage, _read_key
 from tests.logql.stages.helpers import STREAM, batch
 
@@ -283,3 +286,18 @@ def test_hinted_duration_filter_keeps_what_the_full_parse_keeps(seed, condition)
         return out.line.to_pylist(), out.label("__error__").to_pylist(), out.label("__error_details__").to_pylist()
 
     assert kept(frozenset({"duration"})) == kept(None), lines
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.binary(max_size=64),
+    st.binary(min_size=1, max_size=4),
+    st.integers(0, 70),
+    st.integers(0, 70),
+)
+def test_haystack_finds_what_bytes_find_finds(data, needle, start, end):
+    """The memmem search on a buffer's memory answers as bytes.find over the same range."""
+    start = min(start, len(data))
+    buffer = pa.py_buffer(data)
+    assert Haystack(buffer).find(needle, start, end) == data.find(needle, start, end)
+    assert Haystack(buffer, memmem=None).find(needle, start, end) == data.find(needle, start, end)
