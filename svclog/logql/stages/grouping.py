@@ -121,8 +121,8 @@ def _unique_rows(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Codes are -1 or more: a row packs into one int64 in mixed radix (first column most
     significant, so the order is the rows'), and a 1-D unique is ~30x faster than the row-wise
     one, which sorts rows as opaque records holding the GIL."""
-    radixes = (codes.max(axis=0, initial=-1) + 2).tolist() if len(codes) else []
-    if not radixes or float(np.prod(np.asarray(radixes, dtype=np.float64))) >= 2.0**62:
+    radixes = (codes.max(axis=0, initial=-1) + 2).tolist()
+    if float(np.prod(np.asarray(radixes, dtype=np.float64))) >= 2.0**62:
         keys, inverse = np.unique(codes, axis=0, return_inverse=True)
         return keys, inverse.reshape(-1)
     packed = np.zeros(len(codes), dtype=np.int64)

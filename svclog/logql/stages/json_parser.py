@@ -203,11 +203,8 @@ class _ErrorCodes:
     def _code(self, text: str) -> int:
         return self.texts.setdefault(text, len(self.texts))
 
-    def set(self, rows: np.ndarray, text: str) -> None:
+    def set(self, rows: np.ndarray | int, text: str) -> None:
         self.codes[rows] = self._code(text)
-
-    def set_one(self, row: int, text: str) -> None:
-        self.codes[row] = self._code(text)
 
     def mask(self) -> pa.Array:
         return pa.array(self.codes >= 0)
@@ -260,7 +257,7 @@ class JsonParserStage:
             if error is not None and self.required:
                 fields, error = parse_json_line(line or "", self._stop(batch, row))
             if error is not None:
-                errors.set_one(row, error)
+                errors.set(row, error)
             for name, value in fields.items():
                 if wanted is not None and name not in wanted:
                     continue
