@@ -17,17 +17,16 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
+from svclog.libc import libc_function
+
 log = logging.getLogger(__name__)
 
 
 def libc_malloc_trim() -> Callable[[], object] | None:
     """glibc's malloc_trim(0), or None where the C library has none (musl, macOS)."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):
+    trim = libc_function("malloc_trim", [ctypes.c_size_t], ctypes.c_int)
+    if trim is None:
         return None
-    trim.argtypes = [ctypes.c_size_t]
-    trim.restype = ctypes.c_int
     return lambda: trim(0)
 
 

@@ -33,6 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from svclog.libc import libc_function
+
 _WS = r"\x00-\x20"  # the decoder's separators (a class body)
 # A pair the decoder reads without an error and leaves right after: a key without U+FFFD (the
 # decoder skips to the next space after such a key), then a quoted value (escapes only change
@@ -102,17 +104,7 @@ def later_token_rows(text: pa.Array, needle_text: str, rows_limit: int = 64) -> 
     return hits
 
 
-def _libc_memmem() -> Callable[[int, int, bytes, int], int | None] | None:
-    try:
-        memmem = ctypes.CDLL(None).memmem
-    except (OSError, AttributeError):
-        return None
-    memmem.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
-    memmem.restype = ctypes.c_void_p
-    return memmem
-
-
-_MEMMEM = _libc_memmem()
+_MEMMEM = libc_function("memmem", [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t], ctypes.c_void_p)
 
 
 class Haystack:
