@@ -5,7 +5,7 @@ import time
 
 import pyarrow as pa
 
-from svclog.actors.malloc_trim import MallocTrimmer, libc_malloc_trim, release_unused
+from svclog.actors.malloc_trim import MallocTrimmer, QuietRelease, libc_malloc_trim, release_unused
 
 
 def _wait(predicate, timeout=5.0):
@@ -58,3 +58,69 @@ def test_release_unused_hands_back_arrows_pool_and_asks_for_a_trim(monkeypatch):
     release_unused(MallocTrimmer(interval_s=0.0, trim=lambda: trims.append(1)))
     assert released == [1] and _wait(lambda: trims == [1])
     pool.release_unused()  # the real pool's call exists and is harmless
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def _quiet(clock, released, trims):
+    trimmer = MallocTrimmer(interval_s=0.0, trim=lambda: trims.append(1))
+    return QuietRelease(trimmer, quiet_s=1.0, release_heap=lambda: released.append(threading.get_ident()), clock=clock)
+
+
+def test_quiet_release_waits_until_no_work_has_run_for_the_quiet_time():
+    clock, released, trims = _Clock(), [], []
+    quiet = _quiet(clock, released, trims)
+    quiet.started()
+    quiet.finished()
+    clock.now += 0.5
+    assert not quiet.on_idle() and released == []  # work ended half a second ago: not yet
+    quiet.started()
+    clock.now += 5.0
+    assert not quiet.on_idle() and released == []  # work runs (on another thread): not now
+    quiet.finished()
+    clock.now += 1.0
+    assert quiet.on_idle()
+    assert released == [threading.get_ident()] and _wait(lambda: trims == [1])
+    clock.now += 10.0
+    assert not quiet.on_idle() and released == [threading.get_ident()]  # nothing owed any more
+
+
+def test_quiet_release_frees_each_threads_own_heap_from_that_thread():
+    clock, released, trims = _Clock(), [], []
+    quiet = _quiet(clock, released, trims)
+    worked, go_idle = threading.Event(), threading.Event()
+
+    def other_loop():
+        quiet.started()
+        quiet.finished()
+        worked.set()
+        go_idle.wait(5)
+        quiet.on_idle()
+
+    other = threading.Thread(target=other_loop)
+    other.start()
+    worked.wait(5)
+    quiet.started()
+    quiet.finished()
+    clock.now += 1.0
+    assert quiet.on_idle()
+    # this thread's heap and one trim for both; the other thread's heap waits for its own idle call
+    assert released == [threading.get_ident()] and _wait(lambda: trims == [1])
+    go_idle.set()
+    other.join()
+    assert released == [threading.get_ident(), other.ident] and trims == [1]
+
+
+def test_work_that_released_its_own_heap_still_gets_the_trim():
+    clock, released, trims = _Clock(), [], []
+    quiet = _quiet(clock, released, trims)
+    quiet.started()
+    quiet.finished(heap_owed=False)
+    clock.now += 1.0
+    assert quiet.on_idle() and released == [] and _wait(lambda: trims == [1])

@@ -9,13 +9,14 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import pyarrow as pa
 import ray
 
 from svclog.actors.answers import pack_answer
 from svclog.actors.calls import call_cancelled
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.indexgateway_actor import GatewayIndex
-from svclog.actors.malloc_trim import MallocTrimmer, release_unused
+from svclog.actors.malloc_trim import MallocTrimmer, QuietRelease
 from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, Finished
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
@@ -124,7 +125,8 @@ class QuerierActor:
                 time.sleep(1.0)
                 scheduler = _try_actor(SCHEDULER_NAME) or scheduler
                 continue
-            if assignment is None:
+            if assignment is None:  # a second without work: memory goes back once the process is quiet
+                _QUIET.on_idle()
                 continue
             finished = self._run_assignment(assignment)
 
@@ -133,25 +135,24 @@ class QuerierActor:
         tenants, sub, limits = assignment.item
         guard = limits.guard()
         self.running.start(assignment.ticket, guard)
-        answered = False
+        _QUIET.started()
         try:
-            with self.priority.lowered_when_long():  # a heavy sub-query yields the CPU to short ones
-                partial = self.querier.execute(tenants, sub, guard)
-            partial.stats.extra["queue_seconds"] = assignment.queue_seconds
-            answered = True
-        except QueryCancelled:
-            return None  # abandoned: nobody waits for an answer
-        except Exception as err:  # noqa: BLE001 - errors travel back to the frontend
-            return Finished(assignment.ticket, error=err)
+            try:
+                with self.priority.lowered_when_long():  # a heavy sub-query yields the CPU to short ones
+                    partial = self.querier.execute(tenants, sub, guard)
+                partial.stats.extra["queue_seconds"] = assignment.queue_seconds
+            except QueryCancelled:
+                return None  # abandoned: nobody waits for an answer
+            except Exception as err:  # noqa: BLE001 - errors travel back to the frontend
+                return Finished(assignment.ticket, error=err)
+            finally:
+                self.running.finish(assignment.ticket)
+                del guard
+            answer = pack_answer(partial, ray.put)
+            del partial  # the answer is pickled (or in the object store) now; free this slot's memory
+            return Finished(assignment.ticket, answer)
         finally:
-            self.running.finish(assignment.ticket)
-            del guard
-            if not answered:  # cancelled or failed: what it read is garbage now
-                release_unused_memory()
-        answer = pack_answer(partial, ray.put)
-        del partial  # the answer is pickled (or in the object store) now; free this slot's memory
-        release_unused_memory()
-        return Finished(assignment.ticket, answer)
+            _QUIET.finished()  # this pull loop hands its heap back when the process is quiet
 
     def set_log_level(self, level: str) -> str:
         return apply_level(level)
@@ -176,11 +177,14 @@ class QuerierActor:
         guard = limits.guard(cancelled_elsewhere=call_cancelled)
         call_id = next(self._call_ids)
         self.calls.start(call_id, guard)
+        _QUIET.started()
         try:
             return run(guard)
         finally:
             self.calls.finish(call_id)
-            release_unused_memory()
+            # Ray's call threads have no idle moment to wait for: this one's heap goes back now
+            pa.default_memory_pool().release_unused()
+            _QUIET.finished(heap_owed=False)
 
     def index_lookups(self) -> dict:
         """How many index lookups went to an index gateway and how many were read here."""
@@ -233,16 +237,10 @@ class QuerierActor:
         return self._guarded(limits, lambda g: self.querier.label_values(tenants, name, start, end, query, guard=g))
 
 
-# the C heap's freed pages go back on a thread of their own, at most once a second (malloc_trim.py)
-_TRIMMER = MallocTrimmer(interval_s=1.0)
-
-
-def release_unused_memory() -> None:
-    """Hand the pages Arrow's pool freed during a sub-query back to the OS. With mimalloc (the
-    default) this collects the calling thread's heap, the one the sub-query allocated from: a pull
-    loop runs each sub-query on its own thread, whose freed pages mimalloc would otherwise keep.
-    glibc's arenas (numpy arrays, Python objects) are trimmed soon after, off this thread."""
-    release_unused(_TRIMMER)
+# Freed memory goes back once the process has had no work for a second (malloc_trim.QuietRelease):
+# a pull loop's Arrow heap (mimalloc keeps one per thread) from that loop's own thread, glibc's
+# arenas (numpy arrays, Python objects) on the trimmer's thread, at most once a second
+_QUIET = QuietRelease(MallocTrimmer(interval_s=1.0), quiet_s=1.0)
 
 
 def _undelivered(finished: Finished, err: Exception) -> Finished:
