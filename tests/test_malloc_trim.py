@@ -79,16 +79,16 @@ def test_quiet_release_waits_until_no_work_has_run_for_the_quiet_time():
     quiet.started()
     quiet.finished()
     clock.now += 0.5
-    assert not quiet.on_idle() and released == []  # work ended half a second ago: not yet
+    assert not quiet.between_work() and released == []  # work ended half a second ago: not yet
     quiet.started()
     clock.now += 5.0
-    assert not quiet.on_idle() and released == []  # work runs (on another thread): not now
+    assert not quiet.between_work() and released == []  # work runs (on another thread): not now
     quiet.finished()
     clock.now += 1.0
-    assert quiet.on_idle()
+    assert quiet.between_work()
     assert released == [threading.get_ident()] and _wait(lambda: trims == [1])
     clock.now += 10.0
-    assert not quiet.on_idle() and released == [threading.get_ident()]  # nothing owed any more
+    assert not quiet.between_work() and released == [threading.get_ident()]  # nothing owed any more
 
 
 def test_quiet_release_frees_each_threads_own_heap_from_that_thread():
@@ -101,7 +101,7 @@ def test_quiet_release_frees_each_threads_own_heap_from_that_thread():
         quiet.finished()
         worked.set()
         go_idle.wait(5)
-        quiet.on_idle()
+        quiet.between_work()
 
     other = threading.Thread(target=other_loop)
     other.start()
@@ -109,7 +109,7 @@ def test_quiet_release_frees_each_threads_own_heap_from_that_thread():
     quiet.started()
     quiet.finished()
     clock.now += 1.0
-    assert quiet.on_idle()
+    assert quiet.between_work()
     # this thread's heap and one trim for both; the other thread's heap waits for its own idle call
     assert released == [threading.get_ident()] and _wait(lambda: trims == [1])
     go_idle.set()
@@ -123,4 +123,25 @@ def test_work_that_released_its_own_heap_still_gets_the_trim():
     quiet.started()
     quiet.finished(heap_owed=False)
     clock.now += 1.0
-    assert quiet.on_idle() and released == [] and _wait(lambda: trims == [1])
+    assert quiet.between_work() and released == [] and _wait(lambda: trims == [1])
+
+
+def test_memory_owed_that_long_goes_back_even_while_work_keeps_coming():
+    clock, released, trims = _Clock(), [], []
+    trimmer = MallocTrimmer(interval_s=0.0, trim=lambda: trims.append(1))
+    quiet = QuietRelease(
+        trimmer, quiet_s=1.0, busy_release_s=10.0, release_heap=lambda: released.append(1), clock=clock
+    )
+    quiet.started()
+    quiet.finished()  # owed from now
+    for _ in range(9):  # small work every second on other threads: never quiet
+        clock.now += 1.0
+        quiet.started()
+        assert not quiet.between_work()
+        quiet.finished(heap_owed=False)
+    clock.now += 1.0
+    quiet.started()
+    assert quiet.between_work() and released == [1] and _wait(lambda: trims == [1])
+    quiet.finished(heap_owed=False)
+    clock.now += 0.5
+    assert not quiet.between_work()  # this thread owes nothing; the trim was just asked for

@@ -80,52 +80,64 @@ class QuietRelease:
     asked for after each query ran beside the next one holding the arenas' locks. In the bench's
     query mix at 1M lines (9 queries, 5 reps, two alternating runs each) the sum of the medians
     was ~6% lower without the releases. So work only says it ended (`finished`), and a worker
-    thread with nothing to do calls `on_idle`: once no work has run for `quiet_s`, it hands back
+    thread calls `between_work` after each piece and whenever its wait for the next one comes
+    back empty: once no work has run in the process for `quiet_s`, it hands back
     its own Arrow heap (mimalloc keeps a heap per thread) if it worked since its last release,
-    and asks for one glibc trim for everything that ended meanwhile.
+    and asks for one glibc trim for everything that ended meanwhile. Work that never pauses (a
+    dashboard's small queries every 0.1 s after a heavy query grew the heaps) still hands memory
+    back: whatever has been owed for `busy_release_s` is released at the next call anyway.
     """
 
     def __init__(
         self,
         trimmer: MallocTrimmer,
         quiet_s: float = 1.0,
+        busy_release_s: float = 10.0,
         release_heap: Callable[[], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ):
         self.trimmer = trimmer
         self.quiet_s = quiet_s
+        self.busy_release_s = busy_release_s
         self._release_heap = release_heap if release_heap is not None else _release_arrow_heap
         self._clock = clock
         self._lock = threading.Lock()
         self._running = 0
         self._last_end = clock()
-        self._heaps_owed: set[int] = set()  # threads whose Arrow heap holds what their work freed
-        self._trim_owed = False
+        # threads whose Arrow heap holds what their work freed, with when it first did
+        self._heaps_owed: dict[int, float] = {}
+        self._trim_owed_since: float | None = None
 
     def started(self) -> None:
         with self._lock:
             self._running += 1
 
     def finished(self, heap_owed: bool = True) -> None:
-        """Work begun with `started` ended; `heap_owed`: this thread will call `on_idle` later
+        """Work begun with `started` ended; `heap_owed`: this thread will call `between_work` later
         (a thread that will not hands its heap back itself)."""
         with self._lock:
             self._running -= 1
-            self._last_end = self._clock()
-            self._trim_owed = True
+            now = self._last_end = self._clock()
+            if self._trim_owed_since is None:
+                self._trim_owed_since = now
             if heap_owed:
-                self._heaps_owed.add(threading.get_ident())
+                self._heaps_owed.setdefault(threading.get_ident(), now)
 
-    def on_idle(self) -> bool:
-        """From a worker thread that has nothing to do: release what is owed if the process has
-        been quiet for `quiet_s`; whether it released anything."""
+    def between_work(self) -> bool:
+        """From a worker thread between pieces of work: release what is owed if the process has
+        been quiet for `quiet_s` (or it has been owed for `busy_release_s`); whether it did."""
         with self._lock:
-            if self._running or self._clock() - self._last_end < self.quiet_s:
-                return False
+            now = self._clock()
+            quiet = not self._running and now - self._last_end >= self.quiet_s
             ident = threading.get_ident()
-            heap = ident in self._heaps_owed
-            self._heaps_owed.discard(ident)
-            trim, self._trim_owed = self._trim_owed, False
+            since = self._heaps_owed.get(ident)
+            heap = since is not None and (quiet or now - since >= self.busy_release_s)
+            if heap:
+                del self._heaps_owed[ident]
+            trim_since = self._trim_owed_since
+            trim = trim_since is not None and (quiet or now - trim_since >= self.busy_release_s)
+            if trim:
+                self._trim_owed_since = None
         if heap:
             self._release_heap()
         if trim:

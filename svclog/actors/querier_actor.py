@@ -126,9 +126,10 @@ class QuerierActor:
                 scheduler = _try_actor(SCHEDULER_NAME) or scheduler
                 continue
             if assignment is None:  # a second without work: memory goes back once the process is quiet
-                _QUIET.on_idle()
+                _QUIET.between_work()
                 continue
             finished = self._run_assignment(assignment)
+            _QUIET.between_work()  # memory owed for long goes back even while work keeps coming
 
     def _run_assignment(self, assignment: Assignment) -> Finished | None:
         """The sub-query's outcome for the scheduler; None when it was abandoned (cancelled)."""
