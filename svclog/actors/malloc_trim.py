@@ -64,11 +64,16 @@ class MallocTrimmer:
             time.sleep(self.interval_s)
 
 
-def release_unused(trimmer: MallocTrimmer) -> None:
+def release_arrow_heap() -> None:
     """Arrow's pool hands back what it freed now (mimalloc: the calling thread's heap; jemalloc:
-    its arenas); glibc's arenas (numpy arrays, Python objects) are trimmed soon after on the
-    trimmer's thread."""
+    its arenas)."""
     pa.default_memory_pool().release_unused()
+
+
+def release_unused(trimmer: MallocTrimmer) -> None:
+    """Arrow's pool hands back what it freed now; glibc's arenas (numpy arrays, Python objects)
+    are trimmed soon after on the trimmer's thread."""
+    release_arrow_heap()
     trimmer.request()
 
 
@@ -99,7 +104,7 @@ class QuietRelease:
         self.trimmer = trimmer
         self.quiet_s = quiet_s
         self.busy_release_s = busy_release_s
-        self._release_heap = release_heap if release_heap is not None else _release_arrow_heap
+        self._release_heap = release_heap if release_heap is not None else release_arrow_heap
         self._clock = clock
         self._lock = threading.Lock()
         self._running = 0
@@ -143,7 +148,3 @@ class QuietRelease:
         if trim:
             self.trimmer.request()
         return heap or trim
-
-
-def _release_arrow_heap() -> None:
-    pa.default_memory_pool().release_unused()

@@ -9,14 +9,13 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-import pyarrow as pa
 import ray
 
 from svclog.actors.answers import pack_answer
 from svclog.actors.calls import call_cancelled
 from svclog.actors.clients import IngesterPool, RingClient
 from svclog.actors.indexgateway_actor import GatewayIndex
-from svclog.actors.malloc_trim import MallocTrimmer, QuietRelease
+from svclog.actors.malloc_trim import MallocTrimmer, QuietRelease, release_arrow_heap
 from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, Finished
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
@@ -184,7 +183,7 @@ class QuerierActor:
         finally:
             self.calls.finish(call_id)
             # Ray's call threads have no idle moment to wait for: this one's heap goes back now
-            pa.default_memory_pool().release_unused()
+            release_arrow_heap()
             _QUIET.finished(heap_owed=False)
 
     def index_lookups(self) -> dict:
@@ -238,9 +237,9 @@ class QuerierActor:
         return self._guarded(limits, lambda g: self.querier.label_values(tenants, name, start, end, query, guard=g))
 
 
-# Freed memory goes back once the process has had no work for a second (malloc_trim.QuietRelease):
-# a pull loop's Arrow heap (mimalloc keeps one per thread) from that loop's own thread, glibc's
-# arenas (numpy arrays, Python objects) on the trimmer's thread, at most once a second
+# Freed memory goes back once the process has had no work for a second, or has been owed for ten
+# (malloc_trim.QuietRelease): a pull loop's Arrow heap (mimalloc keeps one per thread) from that
+# loop's own thread, glibc's arenas (numpy arrays, Python objects) on the trimmer's thread
 _QUIET = QuietRelease(MallocTrimmer(interval_s=1.0), quiet_s=1.0)
 
 
