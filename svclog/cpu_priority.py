@@ -5,11 +5,7 @@ A querier thread whose sub-query has run for `LONG_AFTER_S` is lowered to nicene
 gateway, scheduler and ingester work they wait on, then win the cores first, while a heavy
 query still gets whatever they leave. On two cores, with one tenant's heavy sequence looping,
 another tenant's small queries answered at p99 123 and 104 ms instead of 137 and 139 ms
-(tests/e2e/test_heavy_tenant.py, alternating runs; idle p99 40-50 ms). Niceness 18 rather than
-10 (CFS weight 18 rather than 110 against 1024): a light tenant's log query every 0.1 s beside
-four heavy parser loops over 300k lines answered at p50 / p99 41 / 80 and 38 / 79 ms against
-45 / 100 and 45 / 103 ms (idle 15-16 / 19-23 ms), and the heavy loops finished 75-76 queries in
-25 s against 67-72 (alternating runs, docs/architecture.md, session 23).
+(tests/e2e/test_heavy_tenant.py, alternating runs; idle p99 40-50 ms).
 
 Only where the process may raise a thread's priority back (root with CAP_SYS_NICE, or a
 RLIMIT_NICE that allows it): elsewhere a lowered thread would stay low for its next sub-query,
@@ -32,7 +28,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 LONG_AFTER_S = 0.05  # a small query's whole sub-query takes a few ms on an idle querier
-LONG_NICENESS = 18  # CFS weight 18 against 1024 at niceness 0 (background work: 19)
+LONG_NICENESS = 10  # CFS weight 110 against 1024 at niceness 0
 
 
 def _set_niceness(tid: int, niceness: int) -> None:
@@ -110,7 +106,7 @@ class LongWorkPriority:
                         log.warning("could not raise a querier thread's priority back to %d", base)
 
 
-BACKGROUND_NICENESS = 19  # below lowered sub-queries: CFS weight 15 against their 18
+BACKGROUND_NICENESS = 19  # below lowered sub-queries: CFS weight 15 against their 110
 
 
 @contextmanager
