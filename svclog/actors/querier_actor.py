@@ -124,11 +124,10 @@ class QuerierActor:
                 time.sleep(1.0)
                 scheduler = _try_actor(SCHEDULER_NAME) or scheduler
                 continue
-            if assignment is None:  # a second without work: memory goes back once the process is quiet
-                _QUIET.between_work()
-                continue
-            finished = self._run_assignment(assignment)
-            _QUIET.between_work()  # memory owed for long goes back even while work keeps coming
+            if assignment is not None:
+                finished = self._run_assignment(assignment)
+            # after a sub-query, or a second without one: memory owed goes back (QuietRelease)
+            _QUIET.between_work()
 
     def _run_assignment(self, assignment: Assignment) -> Finished | None:
         """The sub-query's outcome for the scheduler; None when it was abandoned (cancelled)."""
