@@ -125,3 +125,81 @@ def test_a_querier_process_hands_the_gil_over_sooner_than_pythons_default():
         assert sys.getswitchinterval() == priority.QUERY_SWITCH_INTERVAL_S < 0.005
     finally:
         sys.setswitchinterval(before)
+
+
+def test_on_long_is_called_past_the_delay_even_where_priorities_stay_as_they_are():
+    called = threading.Event()
+    work = LongWorkPriority(after_s=0.01, niceness=9, enabled=False)
+    with work.lowered_when_long(on_long=called.set):
+        assert called.wait(1.0)
+    quick = threading.Event()
+    with work.lowered_when_long(on_long=quick.set):
+        pass
+    time.sleep(0.05)
+    assert not quick.is_set()  # a block that ended before the delay is never called long
+
+
+def _long_turn_on_thread(gate: priority.LongWorkGate, stop=lambda: False):
+    """A turn made long on a thread of its own, which waits for a slot, holds it until `release`
+    is set, and ends. Returns (holding event, release event, thread)."""
+    holding, release = threading.Event(), threading.Event()
+
+    def run():
+        turn = gate.turn(stop)
+        turn.became_long()
+        turn.wait()
+        holding.set()
+        release.wait(5.0)
+        turn.end()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return holding, release, thread
+
+
+def test_long_turns_hold_the_slot_one_at_a_time_and_hand_it_on():
+    gate = priority.LongWorkGate(slots=1)
+    first_holds, first_done, first = _long_turn_on_thread(gate)
+    assert first_holds.wait(1.0)
+    second_holds, second_done, second = _long_turn_on_thread(gate)
+    assert not second_holds.wait(0.2)  # waits at its check while the first runs
+    first_done.set()
+    assert second_holds.wait(1.0)
+    second_done.set()
+    first.join()
+    second.join()
+
+
+def test_short_turns_and_other_threads_never_wait():
+    gate = priority.LongWorkGate(slots=1)
+    holds, done, thread = _long_turn_on_thread(gate)
+    assert holds.wait(1.0)
+    short = gate.turn(lambda: False)
+    began = time.monotonic()
+    short.wait()  # not long: runs on
+    other = gate.turn(lambda: False)
+    other.became_long()
+    _in_thread(other.wait)  # a helper thread's check never waits for the sub-query's slot
+    assert time.monotonic() - began < 0.1
+    done.set()
+    thread.join()
+
+
+def test_a_waiting_turn_gives_up_once_stopped_and_hands_back_nothing():
+    gate = priority.LongWorkGate(slots=1)
+    holds, done, thread = _long_turn_on_thread(gate)
+    assert holds.wait(1.0)
+    stopped = threading.Event()
+    waiter_holds, waiter_done, waiter = _long_turn_on_thread(gate, stop=stopped.is_set)
+    assert not waiter_holds.wait(0.1)
+    stopped.set()
+    assert waiter_holds.wait(1.0)  # returned without the slot (its check raises next)
+    waiter_done.set()
+    waiter.join()
+    done.set()
+    thread.join()
+    # one slot, free again: a new long turn gets it at once
+    again_holds, again_done, again = _long_turn_on_thread(gate)
+    assert again_holds.wait(1.0)
+    again_done.set()
+    again.join()

@@ -20,7 +20,7 @@ from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, Finished
 from svclog.compactor import DeleteRequestStore, QueryTimeDeletes
 from svclog.config import Config, object_store_uri, replication_factor
-from svclog.cpu_priority import LongWorkPriority, in_background, share_the_gil
+from svclog.cpu_priority import LongWorkGate, LongWorkPriority, in_background, share_the_gil
 from svclog.log_level import apply_level
 from svclog.logql.engine.guard import QueryCancelled, QueryGuard, QueryLimits
 from svclog.querier.querier import Querier, QuerierSettings
@@ -53,6 +53,7 @@ class QuerierActor:
         self._slots = 0  # pull loops, as the scheduler is told
         self.running = RunningQueries()  # what the pull loops run, stopped when the scheduler says so
         self.priority = LongWorkPriority()  # long sub-queries at a lower CPU priority (Linux, if reversible)
+        self.long_work = LongWorkGate()  # and one at a time at this process's GIL
         self.calls = RunningQueries()  # direct calls (metadata, the ruler's queries), stopped by ray.cancel
         self._call_ids = itertools.count()
         self._stopping = threading.Event()
@@ -136,8 +137,11 @@ class QuerierActor:
         self.running.start(assignment.ticket, guard)
         _QUIET.started()
         try:
+            turn = self.long_work.turn(stop=guard.stopping)
+            guard.pacer = turn.wait
             try:
-                with self.priority.lowered_when_long():  # a heavy sub-query yields the CPU to short ones
+                # a heavy sub-query yields the CPU and the GIL to short ones
+                with self.priority.lowered_when_long(on_long=turn.became_long):
                     partial = self.querier.execute(tenants, sub, guard)
                 partial.stats.extra["queue_seconds"] = assignment.queue_seconds
             except QueryCancelled:
@@ -145,6 +149,8 @@ class QuerierActor:
             except Exception as err:  # noqa: BLE001 - errors travel back to the frontend
                 return Finished(assignment.ticket, error=err)
             finally:
+                turn.end()
+                guard.pacer = None  # the guard and its turn refer to each other
                 self.running.finish(assignment.ticket)
                 del guard
             answer = pack_answer(partial, ray.put)

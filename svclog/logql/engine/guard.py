@@ -111,6 +111,9 @@ class QueryGuard:
         self._next_hook = 0
         self.held = 0
         self.peak = 0
+        # called first at every check: where a long sub-query waits for its turn to run
+        # (cpu_priority.LongWorkGate); None: never waits
+        self.pacer: Callable[[], None] | None = None
 
     def cancel(self) -> None:
         """Stop the query at its next check and run the `on_cancel` hooks (once)."""
@@ -157,8 +160,14 @@ class QueryGuard:
     def expired(self) -> bool:
         return self.deadline is not None and self._clock() >= self.deadline
 
+    def stopping(self) -> bool:
+        """Whether the query should stop (what `check` raises for), without raising."""
+        return self.cancelled or self.expired()
+
     def check(self) -> None:
         """Raise if the query should stop now: cancelled, or past its deadline."""
+        if self.pacer is not None:
+            self.pacer()
         if self.cancelled:
             raise QueryCancelled("the request was cancelled by the client")
         if self.expired():

@@ -221,3 +221,17 @@ def test_a_range_aggregation_grouped_by_a_parsed_label_is_series_capped():
         len(run('max_over_time({app="a"} | logfmt | unwrap n [1m]) by (app)', spread(50, 40), max_series=10).series)
         == 1
     )
+
+
+def test_check_calls_the_pacer_first_and_then_sees_what_happened_while_it_waited():
+    guard = QueryGuard()
+    calls = []
+    guard.pacer = lambda: calls.append("paced")
+    guard.check()
+    assert calls == ["paced"]
+    assert not guard.stopping()
+    guard.pacer = guard.cancel  # cancelled while it waited for its turn
+    with pytest.raises(QueryCancelled):
+        guard.check()
+    assert guard.stopping()
+    assert QueryGuard(deadline=time.time() - 1).stopping()
