@@ -11,8 +11,9 @@ Only where the process may raise a thread's priority back (root with CAP_SYS_NIC
 RLIMIT_NICE that allows it): elsewhere a lowered thread would stay low for its next sub-query,
 maybe a short one, so nothing is lowered at all.
 
-A niceness does not reach the GIL, though: `LongWorkGate` lets only one long sub-query of a
-process run at a time, the others waiting at their next check (everywhere).
+A niceness does not reach the GIL, though: while sub-queries of several queries are in flight,
+`LongWorkGate` lets only one long sub-query of the process run, the others waiting at their next
+check.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
@@ -32,6 +34,7 @@ R = TypeVar("R")
 
 LONG_AFTER_S = 0.05  # a small query's whole sub-query takes a few ms on an idle querier
 LONG_NICENESS = 10  # CFS weight 110 against 1024 at niceness 0
+LONG_CPU_S = 0.02  # and its own thread's CPU past this: a light sub-query waiting for cores uses ~5 ms
 
 
 def _set_niceness(tid: int, niceness: int) -> None:
@@ -114,64 +117,103 @@ class LongWorkPriority:
                         log.warning("could not raise a querier thread's priority back to %d", base)
 
 
-# Long sub-queries of one process that run at once. Each one's threads (its own, the block helpers
-# it feeds) take turns at the process's GIL with every other thread there, and a short query's work
-# in that process (its sub-query, the scheduler's event loop, Ray's call threads) needs the GIL again
-# at each of its many steps. On the single-node default (one process for the querier and the
-# scheduler, 300k lines, another tenant's four parser-query loops, a light `{app="light"}` query
-# every 0.1 s; alternating runs) the light p50 / p99 was 33 / 70 and 34 / 72 ms with one slot
-# against 48 / 99 and 50 / 110 ms with four (idle p99 23-33 ms; 99 and 88 ms p99 with two in a
-# first trial); the loops finished 73 queries in 25 s against 61-68, and the bench's 8 clients
-# 33.6 / 33.7 q/s against 35.7 / 32.7: on two cores a second long sub-query mostly waited for the
-# GIL anyway.
-LONG_SLOTS = 1
-
-
 class LongWorkGate:
-    """At most `slots` long sub-queries of this process run at once; each other one waits at its
-    next check (QueryGuard.pacer) until a slot is free. Short ones never wait."""
+    """While sub-queries of more than one query are in flight in this process, their long ones run
+    one at a time: the others wait at their next check (QueryGuard.pacer) until the one running
+    ends or the process is left to a single query again. A query alone runs its pieces together,
+    and short sub-queries never wait.
 
-    def __init__(self, slots: int = LONG_SLOTS):
-        self._slots = threading.BoundedSemaphore(max(1, slots))
+    Each long sub-query's threads (its own, the block helpers it feeds) take turns at the process's
+    GIL with every other thread there, and a short query's work in that process (its sub-query, its
+    planning call, the scheduler's event loop, Ray's call threads) needs the GIL again at each of
+    its many steps. Single-node default (one process for the querier and the scheduler), 300k
+    lines, another tenant's four parser-query loops, a light `{app="light"}` query every 0.1 s,
+    alternating runs: letting one long sub-query run at a time, always, gave the light tenant
+    p50 / p99 33 / 70 and 34 / 72 ms against 48 / 99 and 50 / 110 ms without (idle p99 23-33 ms),
+    and the loops finished as many queries (the bench's 8 clients too: 33.6 / 33.7 q/s against
+    35.7 / 32.7); only while another query's short sub-query ran: 95 / 86 against 116 / 88 ms (its
+    planning call and the scheduler's steps came before). But one at a time always made the bench's
+    lone queries over a 4-hour window (4-5 pieces each) 7-20% slower after the flush, and a light
+    sub-query held up past `LONG_AFTER_S` waited behind a heavy one (a 1.1 s outlier): so a query
+    alone runs its pieces together, and a sub-query only counts as long once its own thread has
+    also spent `LONG_CPU_S` of CPU. As it is: light p99 87 and 68 ms against 110 and 100 ms without
+    the gate (idle p99 20-31 ms), 60 and 101 against 126 and 141 ms in a slower hour; the 4-hour
+    window's lone queries 894 against 904 MB/s after the flush; 8 clients 35.7 against 36.1 q/s."""
 
-    def turn(self, stop: Callable[[], bool]) -> LongTurn:
-        """The place of one sub-query run on the calling thread; `stop()` ends a wait that has no
-        point any more (the sub-query was cancelled or passed its deadline)."""
-        return LongTurn(self._slots, stop)
+    WAIT_STEP_S = 0.05  # how often a waiting sub-query asks whether it should stop instead
+
+    def __init__(self) -> None:
+        self._turns = threading.Condition()
+        self._in_flight: dict[object, int] = {}  # query -> its sub-queries running here
+        self._running: LongTurn | None = None  # the long sub-query that runs while others wait
+
+    def turn(self, query: object, stop: Callable[[], bool]) -> LongTurn:
+        """The place of one sub-query of `query`, run on the calling thread; `stop()` ends a wait
+        that has no point any more (cancelled, or past its deadline)."""
+        with self._turns:
+            self._in_flight[query] = self._in_flight.get(query, 0) + 1
+        return LongTurn(self, query, stop)
+
+    def enter(self, turn: LongTurn) -> None:
+        """Return once `turn`'s long sub-query may go on (or `stop()` says to give up)."""
+        with self._turns:
+            while not turn.stop():
+                if self._running is None:
+                    self._running = turn
+                if self._running is turn or self._in_flight.keys() == {turn.query}:
+                    return
+                self._turns.wait(self.WAIT_STEP_S)
+
+    def ended(self, turn: LongTurn) -> None:
+        with self._turns:
+            left = self._in_flight[turn.query] - 1
+            if left:
+                self._in_flight[turn.query] = left
+            else:
+                del self._in_flight[turn.query]
+            if self._running is turn:
+                self._running = None
+            self._turns.notify_all()
+
+
+LOOK_EVERY_S = 0.002  # how often a long sub-query's checks ask the gate whether it may go on
 
 
 class LongTurn:
-    """One sub-query at the gate: free while short; after `became_long`, its `wait` blocks until it
-    holds a slot, which `end` hands back."""
+    """One sub-query at the gate, made on (and owned by) the thread that runs it."""
 
-    WAIT_STEP_S = 0.05  # how often a waiting sub-query asks `stop`
-
-    def __init__(self, slots: threading.Semaphore, stop: Callable[[], bool]):
-        self._slots = slots
-        self._stop = stop
+    def __init__(self, gate: LongWorkGate, query: object, stop: Callable[[], bool]):
+        self.gate = gate
+        self.query = query
+        self.stop = stop
+        self.long = False
         self._owner = threading.get_ident()
-        self._long = False
-        self._holding = False
+        self._cpu_at_start = time.thread_time()
+        self._timed_out = False  # past LONG_AFTER_S of wall time
+        self._next_look = 0.0  # time.monotonic() before which `wait` returns at once
 
-    def became_long(self) -> None:
-        self._long = True  # set once, from the priority timer's thread
+    def past_delay(self) -> None:
+        self._timed_out = True  # set once, from the priority timer's thread
 
     def wait(self) -> None:
         """Called at the sub-query's checks. Only its own thread waits: a block helper or a page
         read ahead finishes the work it was handed (a pool thread left waiting could hold up the
-        sub-query holding the slot), and the sub-query hands out nothing more meanwhile."""
-        if not self._long or self._holding or threading.get_ident() != self._owner:
+        sub-query that runs), and the sub-query hands out nothing more meanwhile."""
+        if not self._timed_out or threading.get_ident() != self._owner:
             return
-        while not self._stop():
-            if self._slots.acquire(timeout=self.WAIT_STEP_S):
-                self._holding = True
-                return
+        now = time.monotonic()
+        if now < self._next_look:  # a select checks at every chunk: the gate is asked far less often
+            return
+        self._next_look = now + LOOK_EVERY_S
+        if not self.long:
+            if time.thread_time() - self._cpu_at_start < LONG_CPU_S:
+                return  # held up by others, not working long itself: still short
+            self.long = True
+        self.gate.enter(self)
 
     def end(self) -> None:
         """On the sub-query's thread, when it ends (however it ends)."""
-        if self._holding:
-            self._holding = False
-            self._slots.release()
+        self.gate.ended(self)
 
 
 BACKGROUND_NICENESS = 19  # below lowered sub-queries: CFS weight 15 against their 110

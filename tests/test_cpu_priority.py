@@ -6,6 +6,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from svclog import cpu_priority as priority
 from svclog.cpu_priority import LongWorkPriority
 
@@ -139,67 +141,109 @@ def test_on_long_is_called_past_the_delay_even_where_priorities_stay_as_they_are
     assert not quick.is_set()  # a block that ended before the delay is never called long
 
 
-def _long_turn_on_thread(gate: priority.LongWorkGate, stop=lambda: False):
-    """A turn made long on a thread of its own, which waits for a slot, holds it until `release`
-    is set, and ends. Returns (holding event, release event, thread)."""
-    holding, release = threading.Event(), threading.Event()
+@pytest.fixture
+def no_cpu_floor(monkeypatch):
+    """Sub-queries count as long once past the delay, whatever CPU their thread used, and every
+    check asks the gate."""
+    monkeypatch.setattr(priority, "LONG_CPU_S", 0.0)
+    monkeypatch.setattr(priority, "LOOK_EVERY_S", 0.0)
+
+
+def _long_turn_on_thread(gate: priority.LongWorkGate, query: object, stop=lambda: False):
+    """A sub-query of `query` on a thread of its own, past the delay, at a check: it goes on when
+    the gate lets it, runs until `release` is set, and ends. Returns (running, release, thread)."""
+    running, release = threading.Event(), threading.Event()
 
     def run():
-        turn = gate.turn(stop)
-        turn.became_long()
+        turn = gate.turn(query, stop)
+        turn.past_delay()
         turn.wait()
-        holding.set()
+        running.set()
         release.wait(5.0)
         turn.end()
 
     thread = threading.Thread(target=run)
     thread.start()
-    return holding, release, thread
+    return running, release, thread
 
 
-def test_long_turns_hold_the_slot_one_at_a_time_and_hand_it_on():
-    gate = priority.LongWorkGate(slots=1)
-    first_holds, first_done, first = _long_turn_on_thread(gate)
-    assert first_holds.wait(1.0)
-    second_holds, second_done, second = _long_turn_on_thread(gate)
-    assert not second_holds.wait(0.2)  # waits at its check while the first runs
-    first_done.set()
-    assert second_holds.wait(1.0)
-    second_done.set()
-    first.join()
-    second.join()
+def _finish(*started):
+    for _, release, thread in started:
+        release.set()
+        thread.join()
 
 
-def test_short_turns_and_other_threads_never_wait():
-    gate = priority.LongWorkGate(slots=1)
-    holds, done, thread = _long_turn_on_thread(gate)
-    assert holds.wait(1.0)
-    short = gate.turn(lambda: False)
+def test_long_sub_queries_of_several_queries_run_one_at_a_time(no_cpu_floor):
+    gate = priority.LongWorkGate()
+    first = _long_turn_on_thread(gate, "heavy-1")
+    assert first[0].wait(1.0)  # the one that runs
+    second = _long_turn_on_thread(gate, "heavy-2")
+    assert not second[0].wait(0.2)  # waits at its check
+    _finish(first)
+    assert second[0].wait(1.0)
+    _finish(second)
+
+
+def test_a_query_alone_runs_its_long_pieces_together_until_another_query_comes(no_cpu_floor):
+    gate = priority.LongWorkGate()
+    pieces = [_long_turn_on_thread(gate, "heavy-1") for _ in range(3)]
+    assert all(running.wait(1.0) for running, _, _ in pieces)
+    # two more pieces, made and checked on this thread: alone, both go on
     began = time.monotonic()
-    short.wait()  # not long: runs on
-    other = gate.turn(lambda: False)
-    other.became_long()
-    _in_thread(other.wait)  # a helper thread's check never waits for the sub-query's slot
+    one = gate.turn("heavy-1", lambda: False)
+    other = gate.turn("heavy-1", lambda: time.monotonic() - began > 0.3)
+    for piece in (one, other):
+        piece.past_delay()
+        piece.wait()
     assert time.monotonic() - began < 0.1
-    done.set()
-    thread.join()
+    light = gate.turn("light", lambda: False)  # another query comes
+    other.wait()  # only the first long piece goes on: this one waits, until its stop() gives up
+    assert time.monotonic() - began >= 0.3
+    light.end()
+    one.end()
+    other.end()
+    _finish(*pieces)
 
 
-def test_a_waiting_turn_gives_up_once_stopped_and_hands_back_nothing():
-    gate = priority.LongWorkGate(slots=1)
-    holds, done, thread = _long_turn_on_thread(gate)
-    assert holds.wait(1.0)
+def test_a_sub_query_held_up_without_working_long_stays_short(no_cpu_floor, monkeypatch):
+    gate = priority.LongWorkGate()
+    first = _long_turn_on_thread(gate, "heavy-1")
+    assert first[0].wait(1.0)
+    monkeypatch.setattr(priority, "LONG_CPU_S", 0.02)
+    delayed = gate.turn("light", lambda: False)
+    delayed.past_delay()
+    began = time.monotonic()
+    delayed.wait()  # its thread used far less than LONG_CPU_S: short, never waits
+    assert time.monotonic() - began < 0.05 and not delayed.long
+    delayed.end()
+    _finish(first)
+
+
+def test_other_threads_never_wait(no_cpu_floor):
+    gate = priority.LongWorkGate()
+    first = _long_turn_on_thread(gate, "heavy-1")
+    assert first[0].wait(1.0)
+    helpers_turn = gate.turn("heavy-2", lambda: False)
+    helpers_turn.past_delay()
+    began = time.monotonic()
+    _in_thread(helpers_turn.wait)  # a helper thread's check never waits
+    assert time.monotonic() - began < 0.1
+    _finish(first)
+    helpers_turn.end()
+
+
+def test_a_waiting_sub_query_gives_up_once_stopped(no_cpu_floor):
+    gate = priority.LongWorkGate()
+    first = _long_turn_on_thread(gate, "heavy-1")
+    assert first[0].wait(1.0)
     stopped = threading.Event()
-    waiter_holds, waiter_done, waiter = _long_turn_on_thread(gate, stop=stopped.is_set)
-    assert not waiter_holds.wait(0.1)
+    waiter = _long_turn_on_thread(gate, "heavy-2", stop=stopped.is_set)
+    assert not waiter[0].wait(0.1)
     stopped.set()
-    assert waiter_holds.wait(1.0)  # returned without the slot (its check raises next)
-    waiter_done.set()
-    waiter.join()
-    done.set()
-    thread.join()
-    # one slot, free again: a new long turn gets it at once
-    again_holds, again_done, again = _long_turn_on_thread(gate)
-    assert again_holds.wait(1.0)
-    again_done.set()
-    again.join()
+    assert waiter[0].wait(1.0)  # returned without its turn (its check raises next)
+    _finish(waiter)
+    third = _long_turn_on_thread(gate, "heavy-3")
+    assert not third[0].wait(0.1)  # heavy-1 still runs: the stopped one's end let nobody else in
+    _finish(first)
+    assert third[0].wait(1.0)
+    _finish(third)

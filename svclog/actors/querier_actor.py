@@ -53,7 +53,7 @@ class QuerierActor:
         self._slots = 0  # pull loops, as the scheduler is told
         self.running = RunningQueries()  # what the pull loops run, stopped when the scheduler says so
         self.priority = LongWorkPriority()  # long sub-queries at a lower CPU priority (Linux, if reversible)
-        self.long_work = LongWorkGate()  # and one at a time at this process's GIL
+        self.long_work = LongWorkGate()  # and take turns at the GIL while several queries run
         self.calls = RunningQueries()  # direct calls (metadata, the ruler's queries), stopped by ray.cancel
         self._call_ids = itertools.count()
         self._stopping = threading.Event()
@@ -137,11 +137,11 @@ class QuerierActor:
         self.running.start(assignment.ticket, guard)
         _QUIET.started()
         try:
-            turn = self.long_work.turn(stop=guard.stopping)
+            turn = self.long_work.turn(assignment.query, stop=guard.stopping)
             guard.pacer = turn.wait
             try:
                 # a heavy sub-query yields the CPU and the GIL to short ones
-                with self.priority.lowered_when_long(on_long=turn.became_long):
+                with self.priority.lowered_when_long(on_long=turn.past_delay):
                     partial = self.querier.execute(tenants, sub, guard)
                 partial.stats.extra["queue_seconds"] = assignment.queue_seconds
             except QueryCancelled:

@@ -62,6 +62,7 @@ class Assignment(Generic[T]):
     queue_seconds: float
     attempt: int
     deadline: float | None = None  # wall clock seconds; the querier stops the work past it
+    query: int = 0  # shared by the sub-queries queued together: the query they are pieces of
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class _Ticket(Generic[T]):
     querier: str | None = None
     attempts: int = 0
     deadline: float | None = None
+    query: int = 0  # the first ticket of its enqueue
 
 
 @dataclass
@@ -159,7 +161,7 @@ class Scheduler(Generic[T]):
         tickets = self.queue.enqueue_many(tenant, path, batch)
         now = self._clock()
         for ticket, item in zip(tickets, batch):
-            self._tickets[ticket] = _Ticket(tenant, path, item, now, deadline=deadline)
+            self._tickets[ticket] = _Ticket(tenant, path, item, now, deadline=deadline, query=tickets[0])
         return tickets
 
     def cancel(self, ticket: int) -> bool:
@@ -209,7 +211,9 @@ class Scheduler(Generic[T]):
         self._recent.append(
             Dispatch(taken.ticket, entry.tenant, entry.path, querier_id, taken.contenders, querier.group)
         )
-        return Assignment(taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts, entry.deadline)
+        return Assignment(
+            taken.ticket, entry.tenant, entry.path, entry.item, waited, entry.attempts, entry.deadline, entry.query
+        )
 
     def _may_serve(self, querier_id: str, querier: _Querier) -> Callable[[str], bool] | None:
         """Which tenants this querier may take work from now (None: any): its querier shard's,

@@ -184,3 +184,12 @@ def test_queriers_take_the_turns_of_their_node_and_a_node_without_queriers_is_fo
     assert "n2" not in scheduler.queue._root.orders and "n1" in scheduler.queue._root.orders
     scheduler.forget_querier("q1")  # n1 still has q2
     assert "n1" in scheduler.queue._root.orders
+
+
+def test_sub_queries_queued_together_name_the_same_query(clock):
+    scheduler = make(clock)
+    first = scheduler.enqueue_many("acme", (), ["piece-1", "piece-2"])
+    other = scheduler.enqueue_many("acme", (), ["piece-1"])
+    handed = [scheduler.next_for_querier("q1") for _ in range(3)]
+    by_ticket = {a.ticket: a.query for a in handed}
+    assert by_ticket[first[0]] == by_ticket[first[1]] != by_ticket[other[0]]
