@@ -7,7 +7,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import ray
 
@@ -43,12 +43,29 @@ def querier_settings(cfg: Config) -> QuerierSettings:
     )
 
 
+def build_querier(cfg: Config, chunk_cache_bytes: int, index_cache_bytes: int | None = None) -> Querier:
+    """A Querier over the object store and the ingester actors: the querier actor's, and the
+    query frontend's own for its read facts and small queries (svclog/frontend/local_lane.py).
+    Index lookups go to the tenant's index gateway while one runs (its ring has a healthy member)."""
+    store = ObjectStore(object_store_uri(cfg))
+    index = GatewayIndex(
+        IndexReader(store, max_cached_bytes=index_cache_bytes),
+        cfg.index_gateway.mode,
+        cfg.index_gateway.ring.replication_factor,
+    )
+    return Querier(
+        index,
+        ChunkStore(store, cache_bytes=chunk_cache_bytes),
+        IngesterPool(RingClient(), replication_factor(cfg)),
+        querier_settings(cfg),
+        deletes=QueryTimeDeletes(DeleteRequestStore(store)),
+    )
+
+
 class QuerierActor:
     def __init__(self, cfg: Config, querier_id: str | None = None):
         apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         share_the_gil()
-        store = ObjectStore(object_store_uri(cfg))
-        pool = IngesterPool(RingClient(), replication_factor(cfg))
         self._pullers: list[threading.Thread] = []
         self._slots = 0  # pull loops, as the scheduler is told
         self.running = RunningQueries()  # what the pull loops run, stopped when the scheduler says so
@@ -58,16 +75,8 @@ class QuerierActor:
         self._call_ids = itertools.count()
         self._stopping = threading.Event()
         # a bounded chunk cache per querier process (repeated dashboard queries hit it)
-        # index lookups go to the tenant's index gateway while one runs (its ring has a healthy member)
-        index = GatewayIndex(IndexReader(store), cfg.index_gateway.mode, cfg.index_gateway.ring.replication_factor)
-        self.index = index  # its lookup counts (index_lookups)
-        self.querier = Querier(
-            index,
-            ChunkStore(store, cache_bytes=cfg.chunk_store_config.chunk_cache_bytes()),
-            pool,
-            querier_settings(cfg),
-            deletes=QueryTimeDeletes(DeleteRequestStore(store)),
-        )
+        self.querier = build_querier(cfg, chunk_cache_bytes=cfg.chunk_store_config.chunk_cache_bytes())
+        self.index = cast(GatewayIndex, self.querier.index)  # its lookup counts (index_lookups)
         # the first query's imports and first-use costs, paid now (querier/warmup.py)
         threading.Thread(target=_warm_up, name="warm-up", daemon=True).start()
         if querier_id is not None:
@@ -204,14 +213,6 @@ class QuerierActor:
     def index_stats(self, tenants, query, start, end, limits: QueryLimits | None = None) -> dict:
         return self._guarded(limits, lambda g: self.querier.index_stats(tenants, query, start, end, guard=g))
 
-    def read_sizes(self, tenants, windows: list, limits: QueryLimits | None = None) -> list[tuple[int, int]]:
-        """What a query's selectors would read, per window: the frontend's read budgets."""
-        return self._guarded(limits, lambda g: self.querier.read_sizes(tenants, windows, guard=g))
-
-    def read_facts(self, tenants, window, windows: list, limits: QueryLimits | None = None) -> tuple:
-        """Data spans and read sizes of a query in one call (the frontend's planning round)."""
-        return self._guarded(limits, lambda g: self.querier.read_facts(tenants, window, windows, guard=g))
-
     def volume(
         self,
         tenants,
@@ -230,10 +231,6 @@ class QuerierActor:
                 tenants, query, start, end, limit, target_labels, aggregate_by, step, guard=g
             ),
         )
-
-    def data_spans(self, tenants, start: int, end: int, limits: QueryLimits | None = None):
-        """Where the tenants hold entries within [start, end]: the frontend sends no sub-query outside."""
-        return self._guarded(limits, lambda g: self.querier.data_spans(tenants, start, end))
 
     def label_names(self, tenants, start, end, query, limits: QueryLimits | None = None) -> list[str]:
         return self._guarded(limits, lambda g: self.querier.label_names(tenants, start, end, query, guard=g))

@@ -121,6 +121,10 @@ class LimitsConfig:
     # svclog's own: bytes one (sub-)query may hold in a querier (selected lines, parsed labels,
     # samples, results) before it fails with a 400; sized so a querier's slots fit a small node
     max_query_memory_bytes: int = size("512MB")
+    # svclog's own: a query whose selectors read at most this much (the index's and the ingesters'
+    # sizes, known before any chunk is read) runs in the query frontend's process instead of
+    # through the scheduler and a querier (svclog/frontend/local_lane.py); 0 sends every query there
+    local_query_max_bytes: int = size("1MB")
     split_queries_by_interval: int = duration("1h", prom=True)
     split_metadata_queries_by_interval: int = duration("1d", prom=True)
     split_recent_metadata_queries_by_interval: int = duration("1h", prom=True)

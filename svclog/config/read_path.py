@@ -78,6 +78,9 @@ class FrontendConfig:
     scheduler_worker_concurrency: int = 5
     grpc_client_config: dict = free()
     graceful_shutdown_timeout: int = duration("5m")
+    # svclog's own: small queries the frontend runs at once in its own process (limits_config.
+    # local_query_max_bytes); one tenant takes one of them at a time, the rest go to the queriers
+    local_query_slots: int = 2
     instance_interface_names: tuple[str, ...] = seq()
     instance_addr: str = ""
     instance_port: int = 0

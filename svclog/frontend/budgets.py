@@ -114,6 +114,19 @@ def has_filter(expr: ast.Expr) -> bool:
 Sizes = Callable[[list[Window]], Awaitable[list[ReadSize]]]
 
 
+def whole_windows(plan: Plan, lookback: int) -> list[Window]:
+    """Each selector of the query over the whole range (sub-queries share their selectors)."""
+    subs = plan.subqueries
+    if not subs:
+        return []  # answered without reading (`vector(1)`, `2 > bool 1`)
+    start = min(s.params.start for s in subs)
+    end = max(s.params.end for s in subs)
+    found: dict[Window, None] = {}
+    for sub in subs:
+        found.update(dict.fromkeys(read_windows(sub.expr, start, end, lookback)))
+    return list(found)
+
+
 class BudgetCheck:
     """One query's checks. `sizes(windows)` asks the index what each window would read."""
 
@@ -124,16 +137,7 @@ class BudgetCheck:
         self.sharding = sharding  # shardable queries are split in shards (the messages say which)
 
     def whole_windows(self) -> list[Window]:
-        """Each selector of the query over the whole range (sub-queries share their selectors)."""
-        subs = self.plan.subqueries
-        if not subs:
-            return []  # answered without reading (`vector(1)`, `2 > bool 1`)
-        start = min(s.params.start for s in subs)
-        end = max(s.params.end for s in subs)
-        found: dict[Window, None] = {}
-        for sub in subs:
-            found.update(dict.fromkeys(read_windows(sub.expr, start, end, self.lookback)))
-        return list(found)
+        return whole_windows(self.plan, self.lookback)
 
     def check_whole(self, sizes: Sequence[ReadSize]) -> bool:
         """Raise QueryTooLarge past the query's chunk or byte budget; True when the sub-queries

@@ -8,7 +8,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from svclog import targets
 from svclog.actors.calls import QUERY_TIMEOUT_S, ActorUnavailable, Handles
@@ -16,6 +17,7 @@ from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
 from svclog.actors.gc_freeze import freeze_startup_heap
 from svclog.actors.malloc_trim import MallocTrimmer
 from svclog.actors.options import COMPACTOR_NAME, PATTERN_INGESTER_NAME, RULER_NAME, querier_name
+from svclog.actors.querier_actor import build_querier
 from svclog.actors.registry import named_actor
 from svclog.actors.scheduler_actor import SCHEDULER_NAME, tenant_queriers
 from svclog.actors.service_clients import (
@@ -30,10 +32,11 @@ from svclog.actors.service_clients import (
 from svclog.config import Config, limits_for, replication_factor
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
-from svclog.frontend.budgets import BudgetCheck, QueryTooLarge, ReadBudget, ReadSize
+from svclog.frontend.budgets import BudgetCheck, QueryTooLarge, ReadBudget, ReadSize, whole_windows
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
+from svclog.frontend.local_lane import LocalLane
 from svclog.frontend.results_cache import results_cache_options
-from svclog.logql.engine.guard import QueryLimits, QueryTimedOut, smallest_positive, timeout_error
+from svclog.logql.engine.guard import QueryGuard, QueryLimits, QueryTimedOut, smallest_positive, timeout_error
 from svclog.logql.parser import build_tables
 from svclog.model import SvcError
 from svclog.scheduler.querier_shard import preferred_queriers
@@ -48,6 +51,7 @@ from svclog.serve.standby import StandbySwitch
 from svclog.services import readiness
 
 log = logging.getLogger("svclog")
+R = TypeVar("R")
 
 
 class HostedDistributor:
@@ -123,6 +127,10 @@ class HostedDistributor:
 _PUSH_TRIMMER = MallocTrimmer(interval_s=2.0)
 
 
+# decoded index segments the frontend keeps (the queriers keep theirs, unbounded in bytes)
+FRONTEND_INDEX_CACHE_BYTES = 32 << 20
+
+
 class HostedFrontend:
     """The query frontend, hosted in the HTTP entry's replicas (as the distributor is): plans
     queries into sub-queries, sends them through the fair scheduler to the queriers and merges
@@ -138,6 +146,10 @@ class HostedFrontend:
         self._in_flight = 0  # queries this replica runs now: the planner shards only onto idle queriers
         self._tenants_busy: collections.Counter[str] = collections.Counter()  # tenant keys with queries in flight
         self._max_queriers = tenant_queriers(cfg)
+        # the index and the ingesters read from here: the read facts and the small queries
+        self.reader = build_querier(cfg, chunk_cache_bytes=0, index_cache_bytes=FRONTEND_INDEX_CACHE_BYTES)
+        self._reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="frontend-read")
+        self.lane = LocalLane(cfg.frontend.local_query_slots)
         threading.Thread(target=build_tables, name="parser-tables", daemon=True).start()
         self.frontend = QueryFrontend(
             FrontendSettings(
@@ -239,14 +251,11 @@ class HostedFrontend:
                 if self.frontend.results_cache is not None
                 else self.frontend.lookup(tenants, plan)  # nothing to look up: no thread hop
             )
-            empty = await self._before_sending(tenants, plan, limits)
+            empty, read_bytes = await self._before_sending(tenants, plan, limits)
             done = {**empty, **cached.hits}
             todo = [i for i in range(len(plan.subqueries)) if i not in done]
-            answers = (
-                await self._run(tenants, tuple(actor_path), [(tenants, plan.subqueries[i]) for i in todo], limits)
-                if todo
-                else []
-            )
+            subs = [plan.subqueries[i] for i in todo]
+            answers = await self._answers(tenants, tuple(actor_path), subs, limits, read_bytes) if todo else []
             fresh = dict(zip(todo, answers))
             self.frontend.remember(cached, fresh)
             partials = [done[i] if i in done else fresh[i] for i in range(len(plan.subqueries))]
@@ -276,28 +285,30 @@ class HostedFrontend:
         engine, ranges = self.cfg.querier.engine, self.cfg.query_range
         return BudgetCheck(budget, plan, engine.max_look_back_period, ranges.parallelise_shardable_queries)
 
-    async def _before_sending(self, tenants, plan, limits: QueryLimits) -> dict:
-        """One querier call before the sub-queries go out. Its read sizes check the read budgets:
-        a query over one is refused (400) before any chunk is read. Its data spans answer here
+    async def _before_sending(self, tenants, plan, limits: QueryLimits) -> tuple[dict, int | None]:
+        """What the frontend learns before the sub-queries go out, read in this process (the
+        index, and the ingesters over Ray): the sub-queries answered without data, by index, and
+        the bytes the query's selectors read (None: unknown). The read sizes check the read
+        budgets: a query over one is refused (400) before any chunk is read. The data spans answer
         the sub-queries that cannot find data: a long range splits into hundreds of pieces, each
         costing a scheduler round trip and a select on every ingester even when its hour is
-        empty. When the call fails every sub-query is sent, unchecked (the reference skips its
-        check when its index stats fail)."""
+        empty. When the reads fail every sub-query is sent, unchecked (the reference skips its
+        check when its index stats fail). Read here rather than by a querier: a querier's process
+        answered this call ~3x slower while heavy queries ran there (docs, session 25)."""
         window = self.frontend.read_window(plan)
         check = self._budget_check(tenants, plan)
-        windows = check.whole_windows() if check is not None else []
+        wanted = check is not None or self._local_max_bytes(tenants) > 0
+        windows = whole_windows(plan, self.cfg.querier.engine.max_look_back_period) if wanted else []
         if window is None and not windows:
-            return {}
-        wait = QUERY_TIMEOUT_S if limits.deadline is None else max(0.0, limits.deadline - time.time())
-        prefer = self._prefer(tenants)
+            return {}, None
 
         async def sizes(more: list) -> list[ReadSize]:
-            found = await self.queriers.acall("read_sizes", tenants, more, timeout=wait, limits=limits, prefer=prefer)
+            found = await self._read_here(limits, lambda guard: self.reader.read_sizes(tenants, more, guard))
             return [ReadSize(chunks, size) for chunks, size in found]
 
         try:
-            spans, whole = await self.queriers.acall(
-                "read_facts", tenants, window, windows, timeout=wait, limits=limits, prefer=prefer
+            spans, whole = await self._read_here(
+                limits, lambda guard: self.reader.read_facts(tenants, window, windows, guard)
             )
             if check is not None:
                 await check.run(sizes, whole=[ReadSize(chunks, size) for chunks, size in whole])
@@ -307,10 +318,35 @@ class HostedFrontend:
             if limits.deadline is not None and time.time() >= limits.deadline:
                 raise
             log.debug("data spans or read sizes unknown, sending every sub-query: %s", err)
-            return {}
+            return {}, None
+        read_bytes = sum(size for _, size in whole) if windows else None
         if window is None:
-            return {}
-        return await asyncio.to_thread(self.frontend.answered_without_data, plan, spans)
+            return {}, read_bytes
+        return await asyncio.to_thread(self.frontend.answered_without_data, plan, spans), read_bytes
+
+    async def _read_here(self, limits: QueryLimits, read: Callable[[QueryGuard], R]) -> R:
+        """`read` on this replica's read threads under the query's guard: its deadline and memory
+        budget stop it, and so does the client going away (the guard is cancelled)."""
+        guard = limits.guard()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._reads, read, guard)
+        except asyncio.CancelledError:
+            guard.cancel()
+            raise
+
+    def _local_max_bytes(self, tenants) -> int:
+        return min(limits_for(self.cfg, t).local_query_max_bytes for t in tenants)
+
+    async def _answers(self, tenants, actor_path, subs: list, limits: QueryLimits, read_bytes: int | None) -> list:
+        """The sub-queries' partial results: here when the query reads little and the local lane
+        has a seat for its tenants (svclog/frontend/local_lane.py), else from the queriers."""
+        key = "|".join(tenants)
+        if not self.lane.take(key, read_bytes, self._local_max_bytes(tenants)):
+            return await self._run(tenants, actor_path, [(tenants, sub) for sub in subs], limits)
+        try:
+            return await self._read_here(limits, lambda guard: [self.reader.execute(tenants, s, guard) for s in subs])
+        finally:
+            self.lane.leave(key)
 
     async def metadata(self, method: str, tenants, *args):
         """Series, labels, label values, index stats and volume under the same deadline as a query

@@ -362,6 +362,8 @@ def run(work: Path) -> dict:
             "-limits.reject-old-samples=false",
             "-ingester.flush-check-period=1s",
             "-ray.serve-haproxy=false",
+            # every query through the scheduler, whose hand-outs this test checks (no local lane)
+            "-limits.local-query-max-bytes=0",
         ],
     )
     handles = topology.start(cfg)

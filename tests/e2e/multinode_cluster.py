@@ -469,6 +469,8 @@ def run(work: Path) -> dict:
             "-querier.query-ingesters-within=1h",
             "-limits.reject-old-samples=false",
             "-limits.max-entries-limit-per-query=100000",
+            # every query through the scheduler, whose hand-outs this test checks (no local lane)
+            "-limits.local-query-max-bytes=0",
             "-ingester.flush-check-period=1s",
             "-ray.serve-haproxy=false",
             # the gateway as a Serve deployment behind the proxy started above, as on a cluster (this

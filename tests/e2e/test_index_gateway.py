@@ -8,6 +8,8 @@ import time
 import httpx
 import pytest
 
+from tests.e2e.runtime_overrides import add_overrides
+
 pytestmark = pytest.mark.ray
 BASE = 1_793_491_200 * 10**9  # 2026-11-01T00:00:00Z
 TENANT = "e2e-indexgateway"
@@ -76,6 +78,8 @@ def test_queries_go_through_the_index_gateway(svc, gateway):
     assert (member["state"], member["health"]) == ("ACTIVE", "healthy") and member["tokens"] > 0
     assert 'name="forget"' in httpx.get(svc.url + PAGE, timeout=30).text
 
+    # the queriers' lookups are what this test follows: no query of its tenant in the frontend's local lane
+    add_overrides(svc, {TENANT: {"local_query_max_bytes": 0}})
     lines = [f"indexed line {i}" for i in range(5)]
     body = {"streams": [{"stream": {"app": "igw"}, "values": [[str(BASE + i), line] for i, line in enumerate(lines)]}]}
     assert (

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+from concurrent.futures import ThreadPoolExecutor
 
 from svclog.config import default_config
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
+from svclog.frontend.local_lane import LocalLane
 from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.rewrite.subquery import evaluate_subquery
 from svclog.querier.querier import PartialResult
@@ -20,18 +22,16 @@ T0 = 1_700_000_000 * S // HOUR * HOUR
 STAMPS = [T0 + 100 * HOUR + i * S for i in range(5)]
 
 
-class _Queriers:
-    names = ["querier-0"]
+class _Reader:
+    """The frontend's own reads (`HostedFrontend.reader`): data spans and read sizes."""
 
     def __init__(self, spans):
         self.spans, self.asked = spans, []
 
-    async def acall(self, method, *args, **kwargs):
-        self.asked.append((method, args))
+    def read_facts(self, tenants, window, windows, guard):
+        self.asked.append("read_facts")
         if isinstance(self.spans, Exception):
             raise self.spans
-        assert method == "read_facts"  # the data spans come with the read budgets' sizes
-        _, window, windows = args
         return self.spans, [(0, 0)] * len(windows)
 
 
@@ -43,7 +43,9 @@ class _Frontend(HostedFrontend):
         self._in_flight = 0
         self._tenants_busy = collections.Counter()
         self._max_queriers = lambda tenant, total: 0
-        self.queriers = _Queriers(spans)
+        self.reader = _Reader(spans)
+        self._reads = ThreadPoolExecutor(2)
+        self.lane = LocalLane(0)  # every piece goes to `_run`
         self.frontend = QueryFrontend(FrontendSettings())
         self.source = MemorySource.from_dicts([({"app": "x"}, [(ts, f"line {ts}") for ts in STAMPS])])
         self.sent = 0
@@ -67,11 +69,11 @@ def test_only_the_hours_with_data_are_sent_and_the_answer_is_the_same() -> None:
         assert _ask(skipping, query) == _ask(everything, query)
         assert everything.sent >= 240
         assert 1 <= skipping.sent <= 3, (query, skipping.sent)
-        assert skipping.queriers.asked[0][0] == "read_facts"
+        assert skipping.reader.asked == ["read_facts"]
 
 
 def test_a_failed_extent_call_sends_everything() -> None:
-    frontend = _Frontend(RuntimeError("querier gone"))
+    frontend = _Frontend(RuntimeError("ingester gone"))
     full = _ask(_Frontend(None), 'count_over_time({app="x"}[5m])')
     assert _ask(frontend, 'count_over_time({app="x"}[5m])') == full
     assert frontend.sent >= 240

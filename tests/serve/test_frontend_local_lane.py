@@ -1,0 +1,111 @@
+"""The hosted frontend runs a query that reads little in its own process (the local lane), and
+sends the others to the queriers; a client going away stops the local run."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from svclog.config import load_config
+from svclog.frontend.frontend import FrontendSettings, QueryFrontend
+from svclog.frontend.local_lane import LocalLane
+from svclog.logql.engine.memory_source import MemorySource
+from svclog.logql.rewrite.subquery import evaluate_subquery
+from svclog.querier.querier import PartialResult
+from svclog.querier.request import RangeRequest
+from svclog.querier.source import SourceStats
+from svclog.serve.deployments import HostedFrontend
+
+S = 1_000_000_000
+HOUR = 3600 * S
+T0 = 1_700_000_000 * S // HOUR * HOUR
+STAMPS = [T0 + i * 60 * S for i in range(100)]
+SOURCE = MemorySource.from_dicts([({"app": "x"}, [(ts, f"line {ts} level=info") for ts in STAMPS])])
+
+
+class _Reader:
+    """The frontend's own querier: sizes as told, pieces evaluated over SOURCE."""
+
+    def __init__(self, read_bytes: int, hold: threading.Event | None = None):
+        self.read_bytes = read_bytes
+        self.hold = hold  # execute waits on it (or its guard's cancellation)
+        self.executed = 0
+        self.stopped = threading.Event()
+
+    def read_facts(self, tenants, window, windows, guard):
+        return [(STAMPS[0], STAMPS[-1])], [(1, self.read_bytes)] + [(0, 0)] * (len(windows) - 1)
+
+    def execute(self, tenants, sub, guard):
+        while self.hold is not None and not self.hold.wait(0.01):
+            if guard.stopping():
+                self.stopped.set()
+                guard.check()  # raises: the query was cancelled
+        self.executed += 1
+        return PartialResult(evaluate_subquery(sub, SOURCE), SourceStats())
+
+
+class _Frontend(HostedFrontend):
+    def __init__(self, reader: _Reader, *flags: str):
+        self.cfg = load_config(None, list(flags))
+        self._in_flight = 0
+        self._tenants_busy = collections.Counter()
+        self._max_queriers = lambda tenant, total: 0
+        self.reader = reader
+        self._reads = ThreadPoolExecutor(4)
+        self.lane = LocalLane(self.cfg.frontend.local_query_slots)
+        self.frontend = QueryFrontend(FrontendSettings())
+        self.sent = 0
+
+    async def _run(self, tenants, actor_path, items, limits):
+        self.sent += len(items)
+        return [PartialResult(evaluate_subquery(sub, SOURCE), SourceStats()) for _, sub in items]
+
+
+def _request(query: str) -> RangeRequest:
+    return RangeRequest(query, T0, T0 + 3 * HOUR, 60 * S, None, 100, "backward")
+
+
+def _ask(frontend: _Frontend, query: str) -> dict:
+    data = asyncio.run(frontend.query(["t"], _request(query)))
+    data.pop("stats")
+    return data
+
+
+QUERIES = ['{app="x"}', 'sum(count_over_time({app="x"} | logfmt [5m]))']
+
+
+def test_a_query_reading_little_runs_here_with_the_queriers_answer() -> None:
+    for query in QUERIES:
+        here = _Frontend(_Reader(read_bytes=10_000))
+        there = _Frontend(_Reader(read_bytes=10_000), "-limits.local-query-max-bytes=0")
+        answer = _ask(here, query)
+        assert answer == _ask(there, query) and answer["result"]
+        assert here.sent == 0 and here.reader.executed >= 2  # the hours with data, none sent
+        assert there.sent >= 2 and there.reader.executed == 0
+        assert here.lane.taken == 1 and here.lane.seated() == 0
+
+
+def test_a_query_over_the_tenants_limit_goes_to_the_queriers() -> None:
+    frontend = _Frontend(_Reader(read_bytes=2_000_000), "-limits.local-query-max-bytes=1MB")
+    _ask(frontend, QUERIES[0])
+    assert frontend.sent >= 2 and frontend.reader.executed == 0 and frontend.lane.taken == 0
+
+
+def test_a_client_going_away_stops_the_local_run_and_frees_its_seat() -> None:
+    frontend = _Frontend(_Reader(read_bytes=10, hold=threading.Event()))
+
+    async def leave_early() -> None:
+        task = asyncio.ensure_future(frontend.query(["t"], _request(QUERIES[0])))
+        await asyncio.sleep(0.2)
+        assert frontend.lane.seated() == 1
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+    asyncio.run(leave_early())
+    assert frontend.reader.stopped.wait(5), "the local run did not see its cancellation"
+    assert frontend.lane.seated() == 0
