@@ -19,7 +19,7 @@ class LocalLane:
 
     def __init__(self, slots: int):
         self.slots = max(0, slots)
-        self.taken = 0  # seats given since the start (the metric of the same name)
+        self.taken = 0  # seats given since the start
         self._seated: set[str] = set()
 
     def take(self, key: str, read_bytes: int | None, max_bytes: int) -> bool:

@@ -343,6 +343,7 @@ class HostedFrontend:
         key = "|".join(tenants)
         if not self.lane.take(key, read_bytes, self._local_max_bytes(tenants)):
             return await self._run(tenants, actor_path, [(tenants, sub) for sub in subs], limits)
+        telemetry.LOCAL_QUERIES.inc()
         try:
             return await self._read_here(limits, lambda guard: [self.reader.execute(tenants, s, guard) for s in subs])
         finally:

@@ -67,6 +67,11 @@ REGISTRY.register(PUSH_CHANNELS)
 QUERIES = Counter(
     "svc_query_requests", "Query requests by endpoint and status code.", ["endpoint", "status"], registry=REGISTRY
 )
+LOCAL_QUERIES = Counter(
+    "svc_query_frontend_local_queries",
+    "Queries the query frontend ran in its own process (they read at most local_query_max_bytes).",
+    registry=REGISTRY,
+)
 QUERY_SECONDS = Histogram("svc_query_duration_seconds", "Query latency by endpoint.", ["endpoint"], registry=REGISTRY)
 MEMORY_CHUNKS = Gauge(
     "svc_ingester_memory_chunks", "Chunks held in ingester memory (head and sealed).", registry=REGISTRY

@@ -11,6 +11,7 @@ import pytest
 
 from svclog.model import Entry, Labels, PushStream
 from svclog.serve.codecs.push import encode_push_protobuf
+from tests.e2e.runtime_overrides import add_overrides
 
 pytestmark = pytest.mark.ray
 BASE = 1_793_491_200 * 10**9  # 2026-11-01T00:00:00Z
@@ -169,3 +170,30 @@ def test_status_endpoints(svc):
     assert set(info) == {"version", "revision", "branch", "buildDate", "buildUser", "goVersion"}
     assert "Running" in httpx.get(svc.url + "/services").text
     assert "server:" in httpx.get(svc.url + "/config").text
+
+
+def _local_queries(svc) -> float:
+    text = httpx.get(svc.url + "/metrics", timeout=30).text
+    return next(
+        float(line.split()[1])
+        for line in text.splitlines()
+        if line.startswith("svc_query_frontend_local_queries_total ")
+    )
+
+
+def test_a_small_query_runs_in_the_frontend_with_the_queriers_answer(svc):
+    """A query reading little runs in the query frontend's own process (counted in /metrics); the
+    same query of a tenant whose local lane is off goes through the scheduler and a querier."""
+    add_overrides(svc, {"e2e-lane-off": {"local_query_max_bytes": 0}})
+    values = [[str(BASE + i * 10**9), f"small line {i} level={'warn' if i % 2 else 'info'}"] for i in range(20)]
+    for tenant in ("e2e-lane-on", "e2e-lane-off"):
+        assert _push_json(svc, tenant, [{"stream": {"app": "small"}, "values": values}]).status_code == 204
+    for query in ['{app="small"} |= "warn"', 'sum by (level) (count_over_time({app="small"} | logfmt [10m]))']:
+        before = _local_queries(svc)
+        here = _query(svc, "e2e-lane-on", query, step="60")
+        assert _local_queries(svc) == before + 1
+        there = _query(svc, "e2e-lane-off", query, step="60")
+        assert _local_queries(svc) == before + 1
+        here.pop("stats")
+        there.pop("stats")
+        assert here == there and here["result"], query

@@ -179,10 +179,13 @@ def test_a_sharded_piece_counts_its_share_and_says_so(backend):
 
 
 def test_one_querier_call_gives_data_spans_and_read_sizes(backend):
-    windows = read_windows(parse('count_over_time({app="budget"}[1m])'), T0, T0 + 2 * HOUR, LOOKBACK)
+    """One call (one to each ingester) answers what the separate calls answer, window by window."""
+    query = 'count_over_time({app="budget"}[1m]) / count_over_time({app="budget", pod="p0"}[5m])'
+    windows = read_windows(parse(query), T0, T0 + 2 * HOUR, LOOKBACK)
     spans, sizes = backend.querier.read_facts(["acme"], (T0, T0 + 2 * HOUR), windows)
     assert spans == backend.querier.data_spans(["acme"], T0, T0 + 2 * HOUR)
     assert sizes == backend.querier.read_sizes(["acme"], windows)
+    assert len(sizes) == 2 and sizes[0] != sizes[1] and all(size > 0 for _, size in sizes)
     assert backend.querier.read_facts(["acme"], None, [])[0] is None
 
 
