@@ -294,7 +294,8 @@ class HostedFrontend:
         costing a scheduler round trip and a select on every ingester even when its hour is
         empty. When the reads fail every sub-query is sent, unchecked (the reference skips its
         check when its index stats fail). Read here rather than by a querier: a querier's process
-        answered this call ~3x slower while heavy queries ran there (docs, session 25)."""
+        answered it 2x slower at the median and 5x at p99 while heavy queries ran there (docs,
+        sessions 24 and 25)."""
         window = self.frontend.read_window(plan)
         check = self._budget_check(tenants, plan)
         wanted = check is not None or self._local_max_bytes(tenants) > 0
