@@ -254,7 +254,7 @@ class HostedFrontend:
             empty, read_bytes = await self._before_sending(tenants, plan, limits)
             done = {**empty, **cached.hits}
             todo = [i for i in range(len(plan.subqueries)) if i not in done]
-            subs = [plan.subqueries[i] for i in todo]
+            subs = [plan.subqueries[i].reading(read_bytes) for i in todo]
             answers = await self._answers(tenants, tuple(actor_path), subs, limits, read_bytes) if todo else []
             fresh = dict(zip(todo, answers))
             self.frontend.remember(cached, fresh)

@@ -33,6 +33,7 @@ class _Reader:
         self.hold = hold  # execute waits on it (or its guard's cancellation)
         self.executed = 0
         self.stopped = threading.Event()
+        self.told: set[int | None] = set()  # the read sizes the pieces carried
 
     def read_facts(self, tenants, window, windows, guard):
         return [(STAMPS[0], STAMPS[-1])], [(1, self.read_bytes)] + [(0, 0)] * (len(windows) - 1)
@@ -43,6 +44,7 @@ class _Reader:
                 self.stopped.set()
                 guard.check()  # raises: the query was cancelled
         self.executed += 1
+        self.told.add(sub.params.read_bytes)
         return PartialResult(evaluate_subquery(sub, SOURCE), SourceStats())
 
 
@@ -57,9 +59,11 @@ class _Frontend(HostedFrontend):
         self.lane = LocalLane(self.cfg.frontend.local_query_slots)
         self.frontend = QueryFrontend(FrontendSettings())
         self.sent = 0
+        self.told: set[int | None] = set()
 
     async def _run(self, tenants, actor_path, items, limits):
         self.sent += len(items)
+        self.told.update(sub.params.read_bytes for _, sub in items)
         return [PartialResult(evaluate_subquery(sub, SOURCE), SourceStats()) for _, sub in items]
 
 
@@ -85,6 +89,8 @@ def test_a_query_reading_little_runs_here_with_the_queriers_answer() -> None:
         assert here.sent == 0 and here.reader.executed >= 2  # the hours with data, none sent
         assert there.sent >= 2 and there.reader.executed == 0
         assert here.lane.taken == 1 and here.lane.seated() == 0
+        # the pieces know what the whole query reads: a small log query reads its range at once
+        assert here.reader.told == there.told == {10_000}
 
 
 def test_a_query_over_the_tenants_limit_goes_to_the_queriers() -> None:

@@ -31,6 +31,9 @@ class QueryParams:
     instant: bool = False
     # log queries: split each entry's labels into stream / structured metadata / parsed
     categorize_labels: bool = False
+    # bytes the whole query's selectors read, when the frontend learnt them before sending it
+    # (None: unknown); a log query reading little reads its range at once (log_windows.py)
+    read_bytes: int | None = None
 
     @classmethod
     def for_range(

@@ -26,6 +26,12 @@ class SubQuery:
     params: QueryParams
     shard: Shard | None = None
 
+    def reading(self, read_bytes: int | None) -> SubQuery:
+        """This sub-query told what the whole query's selectors read (None: unknown)."""
+        if read_bytes is None:
+            return self
+        return replace(self, params=replace(self.params, read_bytes=read_bytes))
+
 
 class ShardedSource:
     """A LogSource that asks its inner source for one shard of the streams only.

@@ -5,6 +5,7 @@ soon as it has too many series."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -134,6 +135,20 @@ def test_windowed_answers_equal_one_full_read(monkeypatch, direction, limit, int
     assert [(s.labels, list(s.ts), s.lines) for s in windowed.streams] == [
         (s.labels, list(s.ts), s.lines) for s in whole.streams
     ]
+
+
+@pytest.mark.parametrize(
+    "read_bytes,one_select", [(None, False), (log_windows.ONE_WINDOW_MAX_BYTES, True), (4 << 20, False)]
+)
+def test_a_query_known_to_read_little_reads_its_range_in_one_select(read_bytes, one_select):
+    """60 entries over the hour, limit 100: windows from 1/32 of the range take several selects
+    (each an index lookup and an ingester round trip); the frontend's read size says one is enough."""
+    source = spread(2, 30)
+    params = replace(QueryParams.for_range(0, HOUR, step=60 * NS, limit=100), read_bytes=read_bytes)
+    counting = CountingSource(source)
+    got = evaluate(parse('{app="a"}'), params, counting, max_series=500)
+    assert (counting.selects == 1) is one_select, counting.selects
+    assert entries(got) == entries(run('{app="a"}', source))
 
 
 def test_limit_zero_reads_nothing():
