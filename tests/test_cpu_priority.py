@@ -247,3 +247,55 @@ def test_a_waiting_sub_query_gives_up_once_stopped(no_cpu_floor):
     _finish(first)
     assert third[0].wait(1.0)
     _finish(third)
+
+
+def _policy() -> int:
+    return os.sched_getscheduler(threading.get_native_id())
+
+
+def _lowered_policy(base: int) -> int:
+    return os.SCHED_IDLE if priority.can_leave_idle_class() else base
+
+
+def test_work_known_to_be_large_is_lowered_from_its_start_into_the_idle_class():
+    def run():
+        work = LongWorkPriority(after_s=0.05, niceness=7, enabled=priority.can_restore_priority())
+        base = (_policy(), _niceness())
+        calls: list[str] = []
+        with work.lowered_when_long(on_long=lambda: calls.append("long"), at_once=True):
+            at_start = (_policy(), _niceness(), list(calls))
+            time.sleep(0.15)
+            late = (_policy(), _niceness(), list(calls))
+        return base, at_start, late, (_policy(), _niceness())
+
+    base, at_start, late, after = _in_thread(run)
+    if priority.can_restore_priority():
+        assert at_start == (_lowered_policy(base[0]), max(base[1], 7), [])
+    else:
+        assert at_start[:2] == base
+    assert late[2] == ["long"]  # the gate still hears of it past the delay
+    assert after == base
+
+
+def test_a_lowered_block_and_its_helpers_leave_the_idle_class_afterwards():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from svclog.cpu_priority import at_callers_priority, lowered
+
+    with ThreadPoolExecutor(1) as helper:
+        helper_own = helper.submit(lambda: (_policy(), _niceness())).result()
+
+        def caller():
+            base = (_policy(), _niceness())
+            with lowered():
+                inside = (_policy(), _niceness())
+                seen = helper.submit(at_callers_priority(lambda: (_policy(), _niceness()))).result()
+            return base, inside, seen, (_policy(), _niceness())
+
+        base, inside, seen, after = _in_thread(caller)
+        helper_after = helper.submit(lambda: (_policy(), _niceness())).result()
+    if priority.can_restore_priority():
+        assert inside == (_lowered_policy(base[0]), max(base[1], priority.LONG_NICENESS))
+    else:
+        assert inside == base
+    assert seen == inside and after == base and helper_after == helper_own

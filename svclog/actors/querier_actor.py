@@ -149,8 +149,9 @@ class QuerierActor:
             turn = self.long_work.turn(assignment.query, stop=guard.stopping)
             guard.pacer = turn.wait
             try:
-                # a heavy sub-query yields the CPU and the GIL to short ones
-                with self.priority.lowered_when_long(on_long=turn.past_delay):
+                # a heavy sub-query yields the CPU and the GIL to short ones; one of a query known
+                # to read much from its start
+                with self.priority.lowered_when_long(on_long=turn.past_delay, at_once=sub.params.reads_much):
                     partial = self.querier.execute(tenants, sub, guard)
                 partial.stats.extra["queue_seconds"] = assignment.queue_seconds
             except QueryCancelled:

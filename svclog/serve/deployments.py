@@ -30,6 +30,7 @@ from svclog.actors.service_clients import (
     SchedulerClient,
 )
 from svclog.config import Config, limits_for, replication_factor
+from svclog.cpu_priority import lowered
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.budgets import BudgetCheck, QueryTooLarge, ReadBudget, ReadSize, whole_windows
@@ -37,6 +38,7 @@ from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.local_lane import LocalLane
 from svclog.frontend.results_cache import results_cache_options
 from svclog.logql.engine.guard import QueryGuard, QueryLimits, QueryTimedOut, smallest_positive, timeout_error
+from svclog.logql.engine.params import reads_much
 from svclog.logql.parser import build_tables
 from svclog.model import SvcError
 from svclog.scheduler.querier_shard import preferred_queriers
@@ -261,10 +263,10 @@ class HostedFrontend:
             partials = [done[i] if i in done else fresh[i] for i in range(len(plan.subqueries))]
             queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
             counters = cached.counters if self.frontend.results_cache is not None else None
-            # merging is CPU work: off the event loop, which also serves pushes
-            return await asyncio.to_thread(
-                self.frontend.respond, plan, partials, time.perf_counter() - began, queue, counters
-            )
+            # merging is CPU work: off the event loop, which also serves pushes; a large query's
+            # gives way to small queries' and pushes' (subs carry what the query reads)
+            respond = self._respond_lowered if reads_much(read_bytes) else self.frontend.respond
+            return await asyncio.to_thread(respond, plan, partials, time.perf_counter() - began, queue, counters)
         except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
             if isinstance(remote_cause(err), (TimeoutError, asyncio.TimeoutError, QueryTimedOut)):
                 return ErrorReply.of(timeout_error(limits.timeout_ns))
@@ -277,6 +279,10 @@ class HostedFrontend:
             self._tenants_busy[key] -= 1
             if self._tenants_busy[key] <= 0:
                 del self._tenants_busy[key]
+
+    def _respond_lowered(self, *args) -> dict:
+        with lowered():
+            return self.frontend.respond(*args)
 
     def _budget_check(self, tenants, plan) -> BudgetCheck | None:
         budget = ReadBudget.of(limits_for(self.cfg, t) for t in tenants)

@@ -25,10 +25,6 @@ from svclog.logql.stages.batch import LogBatch
 FIRST_WINDOW_PARTS = 32  # the first window is 1/32 of the range ...
 MIN_WINDOW_NS = 1_000_000_000  # ... but at least a second
 MAX_GROWTH = 8  # a window (or slice) is at most 8x the one before
-# A query known to read at most this reads its whole range in one select: each window costs a
-# select of its own (an index lookup and a round trip to every ingester), more than reading
-# the rest at once. A small query over 15 minutes (60 lines, limit 100) read three windows.
-ONE_WINDOW_MAX_BYTES = 1 << 20
 MIN_SLICE_ROWS = 4096  # rows the pipeline gets at once, at least (per-block overhead stays small) ...
 MAX_SLICE_ROWS = 1 << 20  # ... and at most (the parsed columns of one slice stay bounded)
 
@@ -159,7 +155,10 @@ def _next_rows(rows: int, produced: int, need: int) -> int:
 
 
 def _first_width(params: QueryParams) -> int:
-    if params.read_bytes is not None and params.read_bytes <= ONE_WINDOW_MAX_BYTES:
+    """A query known to read little reads its range in one select: each window costs a select
+    of its own (an index lookup and a round trip to every ingester), more than reading the rest
+    at once; a small query over 15 minutes (60 lines, limit 100) read three windows."""
+    if params.reads_little:
         return max(MIN_WINDOW_NS, params.end - params.start)
     return max(MIN_WINDOW_NS, -(-(params.end - params.start) // FIRST_WINDOW_PARTS))
 

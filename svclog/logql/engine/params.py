@@ -11,6 +11,10 @@ from svclog.model import NS, ValidationError
 MAX_POINTS_PER_SERIES = 11_000
 DEFAULT_LIMIT = 100
 DIRECTIONS = ("forward", "backward")
+# A query whose selectors read at most this is small: a log query reads its range at once
+# (log_windows.py); past it a query is large, and its work gives way to small queries' from the
+# start (cpu_priority.py)
+SMALL_READ_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -32,8 +36,16 @@ class QueryParams:
     # log queries: split each entry's labels into stream / structured metadata / parsed
     categorize_labels: bool = False
     # bytes the whole query's selectors read, when the frontend learnt them before sending it
-    # (None: unknown); a log query reading little reads its range at once (log_windows.py)
+    # (None: unknown)
     read_bytes: int | None = None
+
+    @property
+    def reads_little(self) -> bool:
+        return self.read_bytes is not None and self.read_bytes <= SMALL_READ_BYTES
+
+    @property
+    def reads_much(self) -> bool:
+        return reads_much(self.read_bytes)
 
     @classmethod
     def for_range(
@@ -51,6 +63,11 @@ class QueryParams:
     @classmethod
     def for_instant(cls, time: int, limit: int = DEFAULT_LIMIT, direction: str = "backward") -> QueryParams:
         return cls(time, time, 0, None, limit, direction, True)
+
+
+def reads_much(read_bytes: int | None) -> bool:
+    """Whether a query reading `read_bytes` (None: unknown) is known to be large."""
+    return read_bytes is not None and read_bytes > SMALL_READ_BYTES
 
 
 def default_step(start: int, end: int) -> int:

@@ -21,7 +21,7 @@ from svclog.logql.engine.guard import (
     smallest_positive,
 )
 from svclog.logql.engine.memory_source import MemorySource
-from svclog.logql.engine.params import QueryParams
+from svclog.logql.engine.params import SMALL_READ_BYTES, QueryParams
 from svclog.logql.parser import parse
 from svclog.model import NS, Labels, LimitError
 
@@ -137,9 +137,7 @@ def test_windowed_answers_equal_one_full_read(monkeypatch, direction, limit, int
     ]
 
 
-@pytest.mark.parametrize(
-    "read_bytes,one_select", [(None, False), (log_windows.ONE_WINDOW_MAX_BYTES, True), (4 << 20, False)]
-)
+@pytest.mark.parametrize("read_bytes,one_select", [(None, False), (SMALL_READ_BYTES, True), (4 << 20, False)])
 def test_a_query_known_to_read_little_reads_its_range_in_one_select(read_bytes, one_select):
     """60 entries over the hour, limit 100: windows from 1/32 of the range take several selects
     (each an index lookup and an ingester round trip); the frontend's read size says one is enough."""
