@@ -275,7 +275,9 @@ class LongTurn:
         self.gate.ended(self)
 
 
-BACKGROUND_NICENESS = 19  # below lowered sub-queries: CFS weight 15 against their 110
+# below sub-queries lowered by niceness (CFS weight 15 against their 110); lowered sub-queries in
+# the idle class (weight 3) sit below it: uploads stay niceness-only, as measured in session 20
+BACKGROUND_NICENESS = 19
 
 
 @contextmanager
