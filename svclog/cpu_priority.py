@@ -285,19 +285,8 @@ def in_background() -> Iterator[None]:
     """Run the block on this thread at `BACKGROUND_NICENESS`, and back afterwards: work nobody
     waits on (an ingester's chunk uploads) then takes what the queries leave of the cores. Only
     where the priority can be raised back; the block must hold no lock a query or push waits on."""
-    if not can_restore_priority():
+    with _at_priority(lambda base: (base[0], max(base[1], BACKGROUND_NICENESS))):
         yield
-        return
-    tid = threading.get_native_id()
-    base = os.getpriority(os.PRIO_PROCESS, tid)
-    _set_niceness(tid, max(base, BACKGROUND_NICENESS))
-    try:
-        yield
-    finally:
-        try:
-            _set_niceness(tid, base)
-        except OSError:
-            log.warning("could not raise a background thread's priority back to %d", base)
 
 
 def at_callers_priority(work: Callable[P, R]) -> Callable[P, R]:
@@ -325,12 +314,20 @@ def at_callers_priority(work: Callable[P, R]) -> Callable[P, R]:
 def lowered(niceness: int = LONG_NICENESS) -> Iterator[None]:
     """Run the block on this thread as lowered long work runs, and back afterwards: work known
     to be large from its start (a large query's merge in the frontend)."""
+    with _at_priority(lambda base: _lowered(base, niceness)):
+        yield
+
+
+@contextmanager
+def _at_priority(lower: Callable[[Priority], Priority]) -> Iterator[None]:
+    """Run the block on this thread at `lower(its priority)`, and back afterwards; only where
+    the priority can be raised back."""
     if not can_restore_priority():
         yield
         return
     tid = threading.get_native_id()
     base = _priority(tid)
-    _set_priority(tid, _lowered(base, niceness))
+    _set_priority(tid, lower(base))
     try:
         yield
     finally:
