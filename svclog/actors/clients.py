@@ -10,7 +10,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +23,7 @@ from svclog.distributor.quorum import QuorumTracker
 from svclog.ingester.payload import encode_batch
 from svclog.logql.source import IngesterScan
 from svclog.model import ColumnStream, Labels, Matcher, SvcError
+from svclog.querier.prefetched import IngesterRows, rows_of
 from svclog.ring.ring import Ring
 
 log = logging.getLogger(__name__)
@@ -230,12 +231,34 @@ class IngesterPool:
 
     def stats(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list:
         """Per-stream (labels, entries, bytes, chunks); replicas of a stream count once (the largest)."""
-        best: dict[Labels, tuple] = {}
-        for result in self._fan_out("stream_stats", tenant, matchers, start, end):
-            for row in result:
-                if row[0] not in best or row[1] > best[row[0]][1]:
-                    best[row[0]] = row
-        return list(best.values())
+        return _largest_replicas(
+            row for result in self._fan_out("stream_stats", tenant, matchers, start, end) for row in result
+        )
+
+    def stats_and_rows(
+        self,
+        tenant: str,
+        matchers: tuple[Matcher, ...],
+        start: int,
+        end: int,
+        rows_cap: int,
+        rows: tuple[int, int],
+        deadline: float | None = None,
+        on_cancel=None,
+    ) -> tuple[list, IngesterRows | None]:
+        """`stats` of [start, end), and the rows a select of `rows` ([from, to)) gets from the
+        ingesters when each of them holds at most `rows_cap` line bytes of it (else None: a select
+        reads them later)."""
+        asked: list[str] = []
+
+        def args_for(address: str) -> tuple:
+            asked.append(address)
+            return (tenant, matchers, start, end, rows_cap, rows, deadline)
+
+        results = self._fan_out_each("stats_and_rows", args_for, on_cancel=on_cancel)
+        stats = _largest_replicas(row for _, (found, _) in results for row in found)
+        packs = [packed for _, (_, packed) in results]
+        return stats, rows_of(tenant, matchers, *rows, packs, len(asked))
 
     def data_spans(self, tenant: str) -> list[tuple[int, int]]:
         """The time spans the tenant's entries occupy on any ingester (failures as for a select)."""
@@ -243,6 +266,16 @@ class IngesterPool:
 
     def call_all(self, method: str, *args) -> list:
         return self._fan_out(method, *args, strict=True)
+
+
+def _largest_replicas(rows: Iterable[tuple]) -> list[tuple]:
+    """Per-stream stats rows (labels, entries, ...) of every ingester: a stream's replicas count
+    once, as the one holding the most entries."""
+    best: dict[Labels, tuple] = {}
+    for row in rows:
+        if row[0] not in best or row[1] > best[row[0]][1]:
+            best[row[0]] = row
+    return list(best.values())
 
 
 class Stragglers:

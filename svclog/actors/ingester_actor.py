@@ -153,6 +153,9 @@ class IngesterActor:
     def stream_stats(self, tenant, matchers, start, end):
         return self.ingester.stream_stats(tenant, matchers, start, end)
 
+    def stats_and_rows(self, tenant, matchers, start, end, rows_cap, rows, deadline=None):
+        return self.ingester.stats_and_rows(tenant, matchers, start, end, rows_cap, rows, deadline, call_cancelled)
+
     def flush(self) -> int:
         """POST /flush: everything to the store; a FlushError (503) when an upload failed."""
         return self.ingester.flush_all()

@@ -96,6 +96,16 @@ def read_windows(expr: ast.Expr, start: int, end: int, lookback: int) -> list[Wi
     return list(found)
 
 
+def step_reach(plan: Plan) -> int:
+    """How far a metric range query's evaluation times reach past its windows' ends: the
+    engine aligns them to the step (start down, end up: params.step_times); 0 for log and
+    instant queries."""
+    return max(
+        (s.params.step for s in plan.subqueries if not s.params.instant and not isinstance(s.expr, ast.LogQuery)),
+        default=0,
+    )
+
+
 def has_filter(expr: ast.Expr) -> bool:
     """A log query with a label filter or a non-empty line filter (the reference's HasFilter):
     one without runs as a limited query, exempt from `max_query_bytes_read`."""

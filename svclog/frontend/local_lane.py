@@ -26,11 +26,15 @@ class LocalLane:
         """A seat for tenant `key`'s query reading `read_bytes` (None: unknown), or False."""
         if read_bytes is None or max_bytes <= 0 or read_bytes > max_bytes:
             return False
-        if len(self._seated) >= self.slots or key in self._seated:
+        if not self.open_to(key):
             return False
         self._seated.add(key)
         self.taken += 1
         return True
+
+    def open_to(self, key: str) -> bool:
+        """Whether tenant `key` would find a seat now (for a query that reads little)."""
+        return len(self._seated) < self.slots and key not in self._seated
 
     def leave(self, key: str) -> None:
         self._seated.discard(key)

@@ -211,6 +211,31 @@ class Ingester:
             instance = self.tenants.get(tenant)
             return instance.stream_stats(matchers, start, end) if instance else []
 
+    def stats_and_rows(
+        self,
+        tenant: str,
+        matchers: Iterable[Matcher],
+        start: int,
+        end: int,
+        rows_cap: int,
+        rows: tuple[int, int],
+        deadline: float | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> tuple[list[tuple[Labels, int, int, int]], PackedStreams | None]:
+        """`stream_stats` of [start, end), and when a select of `rows` ([from, to)) would carry at
+        most `rows_cap` line bytes (retained flushed copies included) that select's answer as well
+        (else None): a small query's planning read and its select in one call
+        (svclog/querier/prefetched.py)."""
+        with self._lock:
+            instance = self.tenants.get(tenant)
+            if instance is None:
+                return [], PackedStreams.pack([])
+            stats = instance.stream_stats(matchers, start, end)
+            if sum(row[2] for row in stats) > rows_cap or instance.select_bytes(matchers, *rows) > rows_cap:
+                return stats, None
+            gathered = instance.gather(matchers, *rows, deadline=deadline, cancelled=cancelled)
+        return stats, packed_page(gathered, *rows, deadline=deadline, cancelled=cancelled)
+
     def data_spans(self, tenant: str) -> list[Span]:
         """[min, max] spans of the tenant's entries held here: the frontend skips sub-queries outside them."""
         with self._lock:

@@ -263,6 +263,10 @@ class TenantInstance:
                 out.append((stream.labels, lines, size, len(stream.sealed) + (1 if len(stream.head) else 0)))
         return out
 
+    def select_bytes(self, matchers: Iterable[Matcher], start: int, end: int) -> int:
+        """Line bytes a select of [start, end) would carry: unflushed entries and retained copies."""
+        return sum(stream.count(start, end)[1] for stream in self.matching(matchers))
+
     def data_spans(self) -> list[Span]:
         """The time spans the tenant's streams hold entries in here (what a select can read)."""
         return merge_spans(span for stream in self.streams.values() for span in stream.spans())

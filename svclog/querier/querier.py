@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from svclog.logql import ast
 from svclog.logql.engine.evaluator import evaluate
@@ -16,6 +17,7 @@ from svclog.logql.parser import parse, parse_selector
 from svclog.logql.rewrite.subquery import ShardedSource, SubQuery
 from svclog.logql.source import SourceStats
 from svclog.model import Labels, Matcher, Span, ValidationError, merge_spans
+from svclog.querier.prefetched import Prefetched, PrefetchedIngesters
 from svclog.querier.request import RangeRequest
 from svclog.querier.source import DeleteFilters, IndexLookups, IngesterReader, StoreSource
 from svclog.querier.stats import build_stats
@@ -47,12 +49,17 @@ class Querier:
         self.settings = settings
         self.deletes = deletes
 
-    def _source(self, tenants: list[str], guard: QueryGuard | None = None) -> StoreSource:
+    def _source(
+        self, tenants: list[str], guard: QueryGuard | None = None, prefetched: Prefetched | None = None
+    ) -> StoreSource:
+        ingesters = self.ingesters
+        if prefetched is not None and ingesters is not None:
+            ingesters = PrefetchedIngesters(prefetched, ingesters)
         return StoreSource(
             tenants,
             self.index,
             self.chunks,
-            self.ingesters,
+            ingesters,
             query_ingesters_within=self.settings.query_ingesters_within,
             deletes=self.deletes,
             guard=guard,
@@ -76,11 +83,18 @@ class Querier:
         data["stats"] = build_stats(partial.stats, time.perf_counter() - began, queue_seconds)
         return data
 
-    def execute(self, tenants: list[str], sub: SubQuery, guard: QueryGuard | None = None) -> PartialResult:
+    def execute(
+        self,
+        tenants: list[str],
+        sub: SubQuery,
+        guard: QueryGuard | None = None,
+        prefetched: Prefetched | None = None,
+    ) -> PartialResult:
         """One sub-query (a time piece and/or shard of a query) over store and ingesters; `guard`
-        stops it at its deadline, on cancellation or past its memory budget."""
+        stops it at its deadline, on cancellation or past its memory budget. `prefetched`: the
+        ingesters' rows `read_facts` brought, answering the selects they cover."""
         guard = guard if guard is not None else QueryGuard(memory_limit=self.settings.max_query_memory_bytes)
-        source = self._source(tenants, guard)
+        source = self._source(tenants, guard, prefetched)
         shard_source = ShardedSource(source, sub.shard) if sub.shard else source
         with listing_snapshot():  # one index LIST per day for the whole sub-query, however it reads
             result = evaluate(
@@ -126,13 +140,22 @@ class Querier:
         tenants: list[str],
         windows: list[tuple[tuple[Matcher, ...], int, int]],
         guard: QueryGuard | None = None,
+        rows_cap: int = 0,
+        prefetched: Prefetched | None = None,
+        rows_pad: int = 0,
     ) -> list[tuple[int, int]]:
         """(chunks, bytes) the index and the ingesters hold for each (matchers, from, through):
-        what a query's selectors would read, known before any chunk is fetched (read budgets)."""
+        what a query's selectors would read, known before any chunk is fetched (read budgets).
+        With `rows_cap` and `prefetched`, the ingesters also send the rows of a window (widened
+        by `rows_pad` on each side) whose select would carry at most `rows_cap` line bytes from
+        each; they go to `prefetched`."""
+        ingesters: Any = self.ingesters
+        if rows_cap > 0 and prefetched is not None and hasattr(ingesters, "stats_and_rows"):
+            ingesters = _RowsWithStats(ingesters, rows_cap, rows_pad, prefetched, guard)
         sizes = []
         with listing_snapshot():  # one index LIST per day for all the windows
             for matchers, start, end in windows:
-                found = index_stats(self.index, self.ingesters, tenants, matchers, start, end, guard)
+                found = index_stats(self.index, ingesters, tenants, matchers, start, end, guard)
                 sizes.append((found["chunks"], found["bytes"]))
         return sizes
 
@@ -142,17 +165,23 @@ class Querier:
         window: tuple[int, int] | None,
         windows: list[tuple[tuple[Matcher, ...], int, int]],
         guard: QueryGuard | None = None,
-    ) -> tuple[list[Span] | None, list[tuple[int, int]]]:
+        rows_cap: int = 0,
+        rows_pad: int = 0,
+    ) -> ReadFacts:
         """What the frontend learns before it sends a query's sub-queries, in one call: where the
-        tenants hold data within `window` (None: not asked, or unknown) and the read sizes of
-        `windows` (its budgets)."""
+        tenants hold data within `window` (None: not asked, or unknown), the read sizes of
+        `windows` (its budgets) and, with `rows_cap`, the ingesters' rows of the windows that
+        read little (`read_sizes`; `rows_pad`: the query's step, by which a metric query's
+        evaluation times reach past its range)."""
+        prefetched = Prefetched()
         if window is None or not windows:
             spans = self.data_spans(tenants, *window) if window is not None else None
-            return spans, self.read_sizes(tenants, windows, guard)
+            sizes = self.read_sizes(tenants, windows, guard, rows_cap, prefetched, rows_pad)
+            return ReadFacts(spans, sizes, prefetched)
         # both wait on the ingesters (Ray calls, the GIL released): one round trip, not two
         pending = _FACTS_POOL.submit(self.data_spans, tenants, *window)
-        sizes = self.read_sizes(tenants, windows, guard)
-        return pending.result(), sizes
+        sizes = self.read_sizes(tenants, windows, guard, rows_cap, prefetched, rows_pad)
+        return ReadFacts(pending.result(), sizes, prefetched)
 
     def volume(
         self,
@@ -189,6 +218,44 @@ class Querier:
 
 
 _FACTS_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="read-facts")
+
+
+class ReadFacts(NamedTuple):
+    spans: list[Span] | None  # where the tenants hold data (None: not asked, or unknown)
+    sizes: list[tuple[int, int]]  # (chunks, bytes) of each window asked
+    prefetched: Prefetched  # the ingesters' rows of the windows that read little
+
+
+class _RowsWithStats:
+    """The ingesters as `index_stats` asks them, each stats call bringing the window's rows too
+    (into `prefetched`) when they are few: one round trip for a small query's plan and select."""
+
+    def __init__(self, ingesters: Any, rows_cap: int, rows_pad: int, prefetched: Prefetched, guard: QueryGuard | None):
+        self.ingesters = ingesters
+        self.rows_cap = rows_cap
+        self.rows_pad = rows_pad
+        self.prefetched = prefetched
+        self.guard = guard
+
+    def stats(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list:
+        guard = self.guard
+        cancellable = getattr(self.ingesters, "cancellable", False)
+        # the rows the window's selects read: a range aggregation's evaluation times are aligned
+        # to its step (the pad), and its select ends one past the last (exclusive)
+        pad = self.rows_pad
+        stats, rows = self.ingesters.stats_and_rows(
+            tenant,
+            matchers,
+            start,
+            end,
+            self.rows_cap,
+            (start - pad, end + pad + 1),
+            deadline=guard.deadline if guard is not None else None,
+            **({"on_cancel": guard.on_cancel} if guard is not None and cancellable else {}),
+        )
+        if rows is not None:
+            self.prefetched.add(rows)
+        return stats
 
 
 @dataclass

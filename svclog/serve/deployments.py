@@ -33,7 +33,7 @@ from svclog.config import Config, limits_for, replication_factor
 from svclog.cpu_priority import lowered
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
-from svclog.frontend.budgets import BudgetCheck, QueryTooLarge, ReadBudget, ReadSize, whole_windows
+from svclog.frontend.budgets import BudgetCheck, QueryTooLarge, ReadBudget, ReadSize, step_reach, whole_windows
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.local_lane import LocalLane
 from svclog.frontend.results_cache import results_cache_options
@@ -41,6 +41,7 @@ from svclog.logql.engine.guard import QueryGuard, QueryLimits, QueryTimedOut, sm
 from svclog.logql.engine.params import reads_much
 from svclog.logql.parser import build_tables
 from svclog.model import SvcError
+from svclog.querier.prefetched import Prefetched
 from svclog.scheduler.querier_shard import preferred_queriers
 from svclog.serve import query_log, telemetry
 from svclog.serve.admin_backend import RayAdmin
@@ -253,11 +254,13 @@ class HostedFrontend:
                 if self.frontend.results_cache is not None
                 else self.frontend.lookup(tenants, plan)  # nothing to look up: no thread hop
             )
-            empty, read_bytes = await self._before_sending(tenants, plan, limits)
+            empty, read_bytes, prefetched = await self._before_sending(tenants, plan, limits)
             done = {**empty, **cached.hits}
             todo = [i for i in range(len(plan.subqueries)) if i not in done]
             subs = [plan.subqueries[i].reading(read_bytes) for i in todo]
-            answers = await self._answers(tenants, tuple(actor_path), subs, limits, read_bytes) if todo else []
+            answers = (
+                await self._answers(tenants, tuple(actor_path), subs, limits, read_bytes, prefetched) if todo else []
+            )
             fresh = dict(zip(todo, answers))
             self.frontend.remember(cached, fresh)
             partials = [done[i] if i in done else fresh[i] for i in range(len(plan.subqueries))]
@@ -291,10 +294,12 @@ class HostedFrontend:
         engine, ranges = self.cfg.querier.engine, self.cfg.query_range
         return BudgetCheck(budget, plan, engine.max_look_back_period, ranges.parallelise_shardable_queries)
 
-    async def _before_sending(self, tenants, plan, limits: QueryLimits) -> tuple[dict, int | None]:
+    async def _before_sending(self, tenants, plan, limits: QueryLimits) -> tuple[dict, int | None, Prefetched | None]:
         """What the frontend learns before the sub-queries go out, read in this process (the
-        index, and the ingesters over Ray): the sub-queries answered without data, by index, and
-        the bytes the query's selectors read (None: unknown). The read sizes check the read
+        index, and the ingesters over Ray): the sub-queries answered without data, by index, the
+        bytes the query's selectors read (None: unknown) and, when the local lane may take the
+        query, the ingesters' rows of the selectors that read little (one ingester round trip
+        for such a query, not two: svclog/querier/prefetched.py). The read sizes check the read
         budgets: a query over one is refused (400) before any chunk is read. The data spans answer
         the sub-queries that cannot find data: a long range splits into hundreds of pieces, each
         costing a scheduler round trip and a select on every ingester even when its hour is
@@ -304,18 +309,21 @@ class HostedFrontend:
         sessions 24 and 25)."""
         window = self.frontend.read_window(plan)
         check = self._budget_check(tenants, plan)
-        wanted = check is not None or self._local_max_bytes(tenants) > 0
+        local_max = self._local_max_bytes(tenants)
+        wanted = check is not None or local_max > 0
         windows = whole_windows(plan, self.cfg.querier.engine.max_look_back_period) if wanted else []
         if window is None and not windows:
-            return {}, None
+            return {}, None, None
+        rows_cap = local_max if self.lane.open_to("|".join(tenants)) else 0
+        rows_pad = step_reach(plan)
 
         async def sizes(more: list) -> list[ReadSize]:
             found = await self._read_here(limits, lambda guard: self.reader.read_sizes(tenants, more, guard))
             return [ReadSize(chunks, size) for chunks, size in found]
 
         try:
-            spans, whole = await self._read_here(
-                limits, lambda guard: self.reader.read_facts(tenants, window, windows, guard)
+            spans, whole, prefetched = await self._read_here(
+                limits, lambda guard: self.reader.read_facts(tenants, window, windows, guard, rows_cap, rows_pad)
             )
             if check is not None:
                 await check.run(sizes, whole=[ReadSize(chunks, size) for chunks, size in whole])
@@ -325,11 +333,11 @@ class HostedFrontend:
             if limits.deadline is not None and time.time() >= limits.deadline:
                 raise
             log.debug("data spans or read sizes unknown, sending every sub-query: %s", err)
-            return {}, None
+            return {}, None, None
         read_bytes = sum(size for _, size in whole) if windows else None
         if window is None:
-            return {}, read_bytes
-        return await asyncio.to_thread(self.frontend.answered_without_data, plan, spans), read_bytes
+            return {}, read_bytes, prefetched
+        return await asyncio.to_thread(self.frontend.answered_without_data, plan, spans), read_bytes, prefetched
 
     async def _read_here(self, limits: QueryLimits, read: Callable[[QueryGuard], R]) -> R:
         """`read` on this replica's read threads under the query's guard: its deadline and memory
@@ -344,7 +352,15 @@ class HostedFrontend:
     def _local_max_bytes(self, tenants) -> int:
         return min(limits_for(self.cfg, t).local_query_max_bytes for t in tenants)
 
-    async def _answers(self, tenants, actor_path, subs: list, limits: QueryLimits, read_bytes: int | None) -> list:
+    async def _answers(
+        self,
+        tenants,
+        actor_path,
+        subs: list,
+        limits: QueryLimits,
+        read_bytes: int | None,
+        prefetched: Prefetched | None,
+    ) -> list:
         """The sub-queries' partial results: here when the query reads little and the local lane
         has a seat for its tenants (svclog/frontend/local_lane.py), else from the queriers."""
         key = "|".join(tenants)
@@ -352,7 +368,9 @@ class HostedFrontend:
             return await self._run(tenants, actor_path, [(tenants, sub) for sub in subs], limits)
         telemetry.LOCAL_QUERIES.inc()
         try:
-            return await self._read_here(limits, lambda guard: [self.reader.execute(tenants, s, guard) for s in subs])
+            return await self._read_here(
+                limits, lambda guard: [self.reader.execute(tenants, s, guard, prefetched) for s in subs]
+            )
         finally:
             self.lane.leave(key)
 

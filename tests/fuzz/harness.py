@@ -25,6 +25,7 @@ from svclog.frontend.params import RangeRequest
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.ingester.instance import local_stream_limit
 from svclog.model import PushStream, StreamColumns
+from svclog.querier.prefetched import rows_of
 from svclog.querier.querier import Querier, QuerierSettings
 from svclog.ring.ring import Ring
 from svclog.serve.app import GatewaySettings, Services
@@ -57,8 +58,10 @@ class LocalReplicas:
 
     def __init__(self, ingesters: list[Ingester]):
         self.ingesters = ingesters
+        self.selects = 0  # selects asked of the ingesters (not answered from prefetched rows)
 
     def select(self, tenant, matchers, start, end, shard, line_filters=(), deadline=None):
+        self.selects += 1
         found = [item for ing in self.ingesters for item in ing.select(tenant, matchers, start, end, shard)]
         return found, len(self.ingesters)
 
@@ -67,6 +70,15 @@ class LocalReplicas:
 
     def series(self, tenant, matchers, start, end):
         return [s for ing in self.ingesters for s in ing.series(tenant, matchers, start, end)]
+
+    def stats_and_rows(self, tenant, matchers, start, end, rows_cap, rows, deadline=None):
+        answers = [ing.stats_and_rows(tenant, matchers, start, end, rows_cap, rows) for ing in self.ingesters]
+        best: dict = {}
+        for row in (row for stats, _ in answers for row in stats):
+            if row[0] not in best or row[1] > best[row[0]][1]:
+                best[row[0]] = row
+        packs = [packed for _, packed in answers]
+        return list(best.values()), rows_of(tenant, matchers, *rows, packs, len(self.ingesters))
 
     def stats(self, tenant, matchers, start, end):
         best: dict = {}

@@ -13,7 +13,8 @@ from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.local_lane import LocalLane
 from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.rewrite.subquery import evaluate_subquery
-from svclog.querier.querier import PartialResult
+from svclog.querier.prefetched import Prefetched
+from svclog.querier.querier import PartialResult, ReadFacts
 from svclog.querier.request import RangeRequest
 from svclog.querier.source import SourceStats
 from svclog.serve.deployments import HostedFrontend
@@ -34,17 +35,23 @@ class _Reader:
         self.executed = 0
         self.stopped = threading.Event()
         self.told: set[int | None] = set()  # the read sizes the pieces carried
+        self.rows_caps: list[int] = []  # what each planning read asked the ingesters' rows up to
+        self.prefetched = Prefetched()  # the rows that read brought
+        self.handed: set[int] = set()  # ids of the prefetched rows the pieces ran with
 
-    def read_facts(self, tenants, window, windows, guard):
-        return [(STAMPS[0], STAMPS[-1])], [(1, self.read_bytes)] + [(0, 0)] * (len(windows) - 1)
+    def read_facts(self, tenants, window, windows, guard, rows_cap=0, rows_pad=0):
+        self.rows_caps.append(rows_cap)
+        sizes = [(1, self.read_bytes)] + [(0, 0)] * (len(windows) - 1)
+        return ReadFacts([(STAMPS[0], STAMPS[-1])], sizes, self.prefetched)
 
-    def execute(self, tenants, sub, guard):
+    def execute(self, tenants, sub, guard, prefetched=None):
         while self.hold is not None and not self.hold.wait(0.01):
             if guard.stopping():
                 self.stopped.set()
                 guard.check()  # raises: the query was cancelled
         self.executed += 1
         self.told.add(sub.params.read_bytes)
+        self.handed.add(id(prefetched))
         return PartialResult(evaluate_subquery(sub, SOURCE), SourceStats())
 
 
@@ -91,12 +98,22 @@ def test_a_query_reading_little_runs_here_with_the_queriers_answer() -> None:
         assert here.lane.taken == 1 and here.lane.seated() == 0
         # the pieces know what the whole query reads: a small log query reads its range at once
         assert here.reader.told == there.told == {10_000}
+        # the planning read brought the ingesters' rows (up to the lane's limit) for the pieces
+        assert here.reader.rows_caps == [1_000_000] and there.reader.rows_caps == [0]
+        assert here.reader.handed == {id(here.reader.prefetched)}
 
 
 def test_a_query_over_the_tenants_limit_goes_to_the_queriers() -> None:
     frontend = _Frontend(_Reader(read_bytes=2_000_000), "-limits.local-query-max-bytes=1MB")
     _ask(frontend, QUERIES[0])
     assert frontend.sent >= 2 and frontend.reader.executed == 0 and frontend.lane.taken == 0
+
+
+def test_no_rows_are_asked_for_when_the_tenant_has_no_seat() -> None:
+    frontend = _Frontend(_Reader(read_bytes=10))
+    frontend.lane.take("t", 10, 1_000_000)  # the tenant's seat is taken by its query in flight
+    _ask(frontend, QUERIES[0])
+    assert frontend.reader.rows_caps == [0] and frontend.sent >= 2
 
 
 def test_a_client_going_away_stops_the_local_run_and_frees_its_seat() -> None:

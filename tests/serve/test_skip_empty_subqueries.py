@@ -11,7 +11,8 @@ from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.local_lane import LocalLane
 from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.rewrite.subquery import evaluate_subquery
-from svclog.querier.querier import PartialResult
+from svclog.querier.prefetched import Prefetched
+from svclog.querier.querier import PartialResult, ReadFacts
 from svclog.querier.request import RangeRequest
 from svclog.querier.source import SourceStats
 from svclog.serve.deployments import HostedFrontend
@@ -28,11 +29,11 @@ class _Reader:
     def __init__(self, spans):
         self.spans, self.asked = spans, []
 
-    def read_facts(self, tenants, window, windows, guard):
+    def read_facts(self, tenants, window, windows, guard, rows_cap=0, rows_pad=0):
         self.asked.append("read_facts")
         if isinstance(self.spans, Exception):
             raise self.spans
-        return self.spans, [(0, 0)] * len(windows)
+        return ReadFacts(self.spans, [(0, 0)] * len(windows), Prefetched())
 
 
 class _Frontend(HostedFrontend):
