@@ -147,16 +147,26 @@ class Querier:
         """(chunks, bytes) the index and the ingesters hold for each (matchers, from, through):
         what a query's selectors would read, known before any chunk is fetched (read budgets).
         With `rows_cap` and `prefetched`, the ingesters also send the rows of a window (widened
-        by `rows_pad` on each side) whose select would carry at most `rows_cap` line bytes from
-        each; they go to `prefetched`."""
-        ingesters: Any = self.ingesters
-        if rows_cap > 0 and prefetched is not None and hasattr(ingesters, "stats_and_rows"):
-            ingesters = _RowsWithStats(ingesters, rows_cap, rows_pad, prefetched, guard)
+        by `rows_pad` on each side) while the query, so far, reads at most `rows_cap` line bytes;
+        they go to `prefetched`."""
+        if rows_cap > 0 and prefetched is not None and hasattr(self.ingesters, "stats_and_rows"):
+            rows = _RowsWithStats(self.ingesters, rows_cap, rows_pad, prefetched, guard)
+        else:
+            rows = None
         sizes = []
         with listing_snapshot():  # one index LIST per day for all the windows
             for matchers, start, end in windows:
-                found = index_stats(self.index, ingesters, tenants, matchers, start, end, guard)
-                sizes.append((found["chunks"], found["bytes"]))
+                if rows is None:
+                    found = index_stats(self.index, self.ingesters, tenants, matchers, start, end, guard)
+                    sizes.append((found["chunks"], found["bytes"]))
+                    continue
+                # the index's part first: rows are asked only while the query stays small
+                found = index_stats(self.index, None, tenants, matchers, start, end, guard)
+                rows.spent += found["bytes"]
+                stats = [row for tenant in tenants for row in rows.stats(tenant, matchers, start, end)]
+                sizes.append(
+                    (found["chunks"] + sum(row[3] for row in stats), found["bytes"] + sum(row[2] for row in stats))
+                )
         return sizes
 
     def read_facts(
@@ -227,8 +237,9 @@ class ReadFacts(NamedTuple):
 
 
 class _RowsWithStats:
-    """The ingesters as `index_stats` asks them, each stats call bringing the window's rows too
-    (into `prefetched`) when they are few: one round trip for a small query's plan and select."""
+    """The ingesters' stats calls of one planning read, each bringing the window's rows too (into
+    `prefetched`) while the query reads at most `rows_cap` so far (`spent`): one round trip for
+    a small query's plan and select."""
 
     def __init__(self, ingesters: Any, rows_cap: int, rows_pad: int, prefetched: Prefetched, guard: QueryGuard | None):
         self.ingesters = ingesters
@@ -236,9 +247,16 @@ class _RowsWithStats:
         self.rows_pad = rows_pad
         self.prefetched = prefetched
         self.guard = guard
+        self.spent = 0  # line bytes the query reads, as far as known
 
     def stats(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list:
+        """(labels, entries, bytes, chunks) of the ingesters' streams, as `IngesterPool.stats`."""
         guard = self.guard
+        if guard is not None:
+            guard.check()
+        left = self.rows_cap - self.spent
+        if left <= 0:  # too large for the lane already: the stats alone
+            return self.ingesters.stats(tenant, matchers, start, end)
         cancellable = getattr(self.ingesters, "cancellable", False)
         # the rows the window's selects read: a range aggregation's evaluation times are aligned
         # to its step (the pad), and its select ends one past the last (exclusive)
@@ -248,13 +266,14 @@ class _RowsWithStats:
             matchers,
             start,
             end,
-            self.rows_cap,
+            left,
             (start - pad, end + pad + 1),
             deadline=guard.deadline if guard is not None else None,
             **({"on_cancel": guard.on_cancel} if guard is not None and cancellable else {}),
         )
         if rows is not None:
             self.prefetched.add(rows)
+        self.spent += sum(row[2] for row in stats)
         return stats
 
 

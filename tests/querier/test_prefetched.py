@@ -16,6 +16,7 @@ from svclog.logql.parser import parse
 from svclog.model import Entry, Labels, Matcher, MatchType, PushStream
 from svclog.querier.prefetched import IngesterRows, Prefetched, PrefetchedIngesters, rows_of
 from svclog.querier.request import RangeRequest
+from svclog.querier.volume import index_stats
 from tests.fuzz.harness import InProcessBackend, harness_config
 
 NS = 10**9
@@ -95,6 +96,17 @@ def test_rows_are_not_sent_past_the_cap_and_the_selects_then_ask_the_ingesters(b
     assert facts.sizes == backend.querier.read_sizes(["acme"], windows)  # the same stats either way
     _, asked = _answers(backend, '{app="p"}', T0, T0 + 40 * MINUTE, rows_cap=1000)
     assert asked > 0
+
+
+def test_rows_come_only_while_the_whole_query_reads_less_than_the_cap(backend):
+    """The index's part counts: the ingesters' rows alone fitting the cap is not enough."""
+    windows = read_windows(parse('{app="p"}'), T0, T0 + 40 * MINUTE, LOOKBACK)
+    [(_, total)] = backend.querier.read_sizes(["acme"], windows)
+    from_index = index_stats(backend.querier.index, None, ["acme"], *windows[0])["bytes"]
+    assert 0 < from_index < total  # the first 20 minutes are flushed, the rest in the ingesters
+    for cap, rows in ((total - 1, False), (2 * total, True)):
+        facts = backend.querier.read_facts(["acme"], None, windows, None, cap)
+        assert bool(facts.prefetched.rows) is rows and facts.sizes == [(facts.sizes[0][0], total)]
 
 
 def test_an_ingester_sends_its_rows_with_its_stats_only_under_the_cap(backend):
