@@ -118,13 +118,18 @@ def test_background_priority_is_restored_when_the_work_fails():
     assert after == base
 
 
-def test_a_querier_process_hands_the_gil_over_sooner_than_pythons_default():
+def test_querier_and_gateway_processes_hand_the_gil_over_sooner_than_pythons_default():
     import sys
 
     before = sys.getswitchinterval()
     try:
+        sys.setswitchinterval(0.005)  # Python's default
+        priority.share_the_gil(priority.GATEWAY_SWITCH_INTERVAL_S)  # the gateway's (Gateway.__init__)
+        assert sys.getswitchinterval() == priority.GATEWAY_SWITCH_INTERVAL_S < 0.005
         priority.share_the_gil()
-        assert sys.getswitchinterval() == priority.QUERY_SWITCH_INTERVAL_S < 0.005
+        assert sys.getswitchinterval() == priority.QUERY_SWITCH_INTERVAL_S < priority.GATEWAY_SWITCH_INTERVAL_S
+        priority.share_the_gil(priority.GATEWAY_SWITCH_INTERVAL_S)  # a process hosting both keeps the shorter
+        assert sys.getswitchinterval() == priority.QUERY_SWITCH_INTERVAL_S
     finally:
         sys.setswitchinterval(before)
 

@@ -30,7 +30,7 @@ from svclog.actors.service_clients import (
     SchedulerClient,
 )
 from svclog.config import Config, limits_for, replication_factor
-from svclog.cpu_priority import lowered
+from svclog.cpu_priority import GATEWAY_SWITCH_INTERVAL_S, lowered, share_the_gil
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.budgets import BudgetCheck, QueryTooLarge, ReadBudget, ReadSize, step_reach, whole_windows
@@ -442,6 +442,7 @@ class Gateway:
             # answers, then serve (a replica Serve restarts after that serves at once)
             self.standby.enter("starting")
             threading.Thread(target=self.serve_when_ready, name="serve-when-ready", daemon=True).start()
+        share_the_gil(GATEWAY_SWITCH_INTERVAL_S)
         freeze_startup_heap()  # full GCs walked ~150k start-up objects: 100-200 ms push stalls
 
     def enter_standby(self, state: str) -> None:
