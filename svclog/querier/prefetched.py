@@ -110,7 +110,9 @@ class PrefetchedIngesters:
         return getattr(self.ingesters, name)  # series, data_spans, stats: the ingesters themselves
 
 
-def _in_shard(streams: Iterable[tuple[Labels, pa.Table]], shard: tuple[int, int] | None):
+def _in_shard(
+    streams: Iterable[tuple[Labels, pa.Table]], shard: tuple[int, int] | None
+) -> Iterable[tuple[Labels, pa.Table]]:
     if shard is None:
         return streams
     index, count = shard
