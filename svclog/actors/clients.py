@@ -10,7 +10,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -24,6 +24,7 @@ from svclog.ingester.payload import encode_batch
 from svclog.logql.source import IngesterScan
 from svclog.model import ColumnStream, Labels, Matcher, SvcError
 from svclog.querier.prefetched import IngesterRows, rows_of
+from svclog.querier.volume import largest_replicas
 from svclog.ring.ring import Ring
 
 log = logging.getLogger(__name__)
@@ -231,7 +232,7 @@ class IngesterPool:
 
     def stats(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list:
         """Per-stream (labels, entries, bytes, chunks); replicas of a stream count once (the largest)."""
-        return _largest_replicas(
+        return largest_replicas(
             row for result in self._fan_out("stream_stats", tenant, matchers, start, end) for row in result
         )
 
@@ -256,7 +257,7 @@ class IngesterPool:
             return (tenant, matchers, start, end, rows_cap, rows, deadline)
 
         results = self._fan_out_each("stats_and_rows", args_for, on_cancel=on_cancel)
-        stats = _largest_replicas(row for _, (found, _) in results for row in found)
+        stats = largest_replicas(row for _, (found, _) in results for row in found)
         packs = [packed for _, (_, packed) in results]
         return stats, rows_of(tenant, matchers, *rows, packs, len(asked))
 
@@ -266,16 +267,6 @@ class IngesterPool:
 
     def call_all(self, method: str, *args) -> list:
         return self._fan_out(method, *args, strict=True)
-
-
-def _largest_replicas(rows: Iterable[tuple]) -> list[tuple]:
-    """Per-stream stats rows (labels, entries, ...) of every ingester: a stream's replicas count
-    once, as the one holding the most entries."""
-    best: dict[Labels, tuple] = {}
-    for row in rows:
-        if row[0] not in best or row[1] > best[row[0]][1]:
-            best[row[0]] = row
-    return list(best.values())
 
 
 class Stragglers:

@@ -8,6 +8,7 @@ one series per label name with an empty value. Largest first, cut to `limit`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,6 +101,16 @@ def volumes(source, req: VolumeRequest) -> dict:
         ]
         result.append({"metric": key.to_dict(), "values": values})
     return {"resultType": "matrix", "result": result}
+
+
+def largest_replicas(rows: Iterable[tuple]) -> list[tuple]:
+    """Per-stream stats rows (labels, entries, bytes, chunks) of every ingester: a stream's
+    replicas count once, as the one holding the most entries."""
+    best: dict[Labels, tuple] = {}
+    for row in rows:
+        if row[0] not in best or row[1] > best[row[0]][1]:
+            best[row[0]] = row
+    return list(best.values())
 
 
 def index_stats(

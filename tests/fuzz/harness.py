@@ -27,6 +27,7 @@ from svclog.ingester.instance import local_stream_limit
 from svclog.model import PushStream, StreamColumns
 from svclog.querier.prefetched import rows_of
 from svclog.querier.querier import Querier, QuerierSettings
+from svclog.querier.volume import largest_replicas
 from svclog.ring.ring import Ring
 from svclog.serve.app import GatewaySettings, Services
 from svclog.serve.app import build_app as build_gateway_app
@@ -73,20 +74,12 @@ class LocalReplicas:
 
     def stats_and_rows(self, tenant, matchers, start, end, rows_cap, rows, deadline=None):
         answers = [ing.stats_and_rows(tenant, matchers, start, end, rows_cap, rows) for ing in self.ingesters]
-        best: dict = {}
-        for row in (row for stats, _ in answers for row in stats):
-            if row[0] not in best or row[1] > best[row[0]][1]:
-                best[row[0]] = row
         packs = [packed for _, packed in answers]
-        return list(best.values()), rows_of(tenant, matchers, *rows, packs, len(self.ingesters))
+        stats = largest_replicas(row for found, _ in answers for row in found)
+        return stats, rows_of(tenant, matchers, *rows, packs, len(self.ingesters))
 
     def stats(self, tenant, matchers, start, end):
-        best: dict = {}
-        for ing in self.ingesters:
-            for row in ing.stream_stats(tenant, matchers, start, end):
-                if row[0] not in best or row[1] > best[row[0]][1]:
-                    best[row[0]] = row
-        return list(best.values())
+        return largest_replicas(row for ing in self.ingesters for row in ing.stream_stats(tenant, matchers, start, end))
 
 
 class InProcessBackend:
