@@ -50,3 +50,37 @@ def test_answer_plain_pickle_refuses_goes_as_the_object():
     box = pack_answer(answer, store.put)
     assert store.objects[box[0]] is answer
     assert asyncio.run(unpack_answer(box, store.fetch)) is answer
+
+
+UNPICKLED_ON: list[str] = []
+
+
+def _note_thread(payload: str) -> str:
+    UNPICKLED_ON.append(threading.current_thread().name)
+    return payload
+
+
+class _Noted:
+    """Unpickles to its payload, noting the thread that unpickled it."""
+
+    def __init__(self, payload: str) -> None:
+        self.payload = payload
+
+    def __reduce__(self) -> tuple:
+        return (_note_thread, (self.payload,))
+
+
+def test_a_fetched_answer_is_unpickled_off_the_event_loops_thread():
+    store = FakeStore()
+    UNPICKLED_ON.clear()
+    large, small = _Noted("x" * INLINE_ANSWER_BYTES * 2), _Noted("small")
+
+    async def both() -> tuple[object, object, str]:
+        loop_thread = threading.current_thread().name
+        got_large = await unpack_answer(pack_answer(large, store.put), store.fetch)
+        got_small = await unpack_answer(pack_answer(small, store.put), store.fetch)
+        return got_large, got_small, loop_thread
+
+    got_large, got_small, loop_thread = asyncio.run(both())
+    assert got_large == large.payload and got_small == "small"
+    assert UNPICKLED_ON[0] != loop_thread and UNPICKLED_ON[1] == loop_thread

@@ -10,6 +10,7 @@ answering makes the fetch fail and the sub-query is queued again.
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -31,10 +32,13 @@ def pack_answer(answer: Any, put: Callable[[Any], Any]) -> list:
 
 
 async def unpack_answer(box: list, fetch: Callable[[Any], Awaitable[Any]]) -> Any:
-    """The answer in a box from `pack_answer`, fetching a referenced one with `fetch`."""
+    """The answer in a box from `pack_answer`, fetching a referenced one with `fetch`. A fetched
+    (large) answer is unpickled on a worker thread: the caller's event loop goes on serving other
+    requests meanwhile (long streams unpickle in steps that let the GIL go: Stream.__reduce__)."""
     data = box[0]
+    if isinstance(data, bytes):
+        return pickle.loads(data)
+    data = await fetch(data)
     if not isinstance(data, bytes):
-        data = await fetch(data)
-        if not isinstance(data, bytes):
-            return data  # put as the object itself
-    return pickle.loads(data)
+        return data  # put as the object itself
+    return await asyncio.to_thread(pickle.loads, data)
