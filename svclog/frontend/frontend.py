@@ -14,7 +14,7 @@ from svclog.frontend.data_extent import empty_answer, plan_window, skippable
 from svclog.frontend.results_cache import CacheCounters, ResultsCache
 from svclog.gocompat.durations import format_go_duration
 from svclog.logql import ast
-from svclog.logql.engine.json_codec import result_to_json
+from svclog.logql.engine.json_codec import answer_to_json
 from svclog.logql.rewrite.plan import Plan, plan_query
 from svclog.logql.source import SourceStats
 from svclog.model import Span, ValidationError, now_ns
@@ -147,9 +147,11 @@ class QueryFrontend:
         exec_seconds: float,
         queue_seconds: float,
         cache: CacheCounters | None = None,
+        encoded_values: bool = False,
     ) -> dict:
-        """The response `data`: merged result and the summed stats of every sub-query."""
-        data = result_to_json(plan.merge([p.result for p in partials]))
+        """The response `data`: merged result and the summed stats of every sub-query (with
+        `encoded_values`, a streams answer's values as JSON text: json_codec.answer_to_json)."""
+        data = answer_to_json(plan.merge([p.result for p in partials]), encoded_values)
         data["stats"] = build_stats(merge_source_stats([p.stats for p in partials]), exec_seconds, queue_seconds)
         if cache is not None:
             data["stats"]["cache"] = {

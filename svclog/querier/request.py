@@ -17,6 +17,9 @@ class RangeRequest:
     instant: bool = False
     # response encoding flags the client asked for (X-Svc/X-Loki-Response-Encoding-Flags)
     encoding_flags: tuple[str, ...] = ()
+    # the answer goes straight into a JSON body: a streams answer's values may come encoded
+    # already (json_codec.answer_to_json); parquet, legacy and replayed answers read them as lists
+    encoded_values: bool = False
 
     @property
     def categorize_labels(self) -> bool:

@@ -269,7 +269,9 @@ class HostedFrontend:
             # merging is CPU work: off the event loop, which also serves pushes; a large query's
             # gives way to small queries' and pushes' (subs carry what the query reads)
             respond = self._respond_lowered if reads_much(read_bytes) else self.frontend.respond
-            return await asyncio.to_thread(respond, plan, partials, time.perf_counter() - began, queue, counters)
+            return await asyncio.to_thread(
+                respond, plan, partials, time.perf_counter() - began, queue, counters, request.encoded_values
+            )
         except Exception as err:  # noqa: BLE001 - typed errors become replies, others a 500
             if isinstance(remote_cause(err), (TimeoutError, asyncio.TimeoutError, QueryTimedOut)):
                 return ErrorReply.of(timeout_error(limits.timeout_ns))

@@ -39,7 +39,7 @@ log = logging.getLogger("svclog")
 
 
 def _json(data: Any, status: int = 200) -> Response:
-    return Response(json_body.dumps(data), status_code=status, media_type="application/json")
+    return json_body.response(data, status)
 
 
 class QueryHandlers:
@@ -104,16 +104,15 @@ class QueryHandlers:
             params = await read_params(request)
             form = {k: v for k, v in reversed(params.pairs)}
             req = qp.instant_request(form) if instant else qp.range_request(form)
-            flags = encoding_flags(request.headers)
-            if flags:
-                req = replace(req, encoding_flags=flags)
+            parquet = wants_parquet(request.headers.get("accept"))
+            req = replace(req, encoding_flags=encoding_flags(request.headers), encoded_values=not parquet)
             data = await self.backend.query(tenants, req, actor_path_from_headers(request.headers))
             seconds = time.perf_counter() - began
             telemetry.record_query(endpoint, 200, seconds)
             log_query(tenants, req, 200, seconds, data, tags)
-            if wants_parquet(request.headers.get("accept")):
+            if parquet:
                 return Response(to_parquet(data), media_type="application/vnd.apache.parquet")
-            return _json({"status": "success", "data": with_encoding_flags(data, flags)})
+            return _json({"status": "success", "data": with_encoding_flags(data, req.encoding_flags)})
         except SvcError as err:
             status, seconds = int(getattr(err, "status", 400)), time.perf_counter() - began
             telemetry.record_query(endpoint, status, seconds)

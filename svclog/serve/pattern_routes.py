@@ -81,4 +81,4 @@ class PatternHandlers:
             data = merge_tenants(list(answers))
         except Exception as err:  # noqa: BLE001 - typed user errors -> 4xx, anything else -> 500
             return query_error_response(err)
-        return Response(json_body.dumps({"status": "success", "data": data}), media_type="application/json")
+        return json_body.response({"status": "success", "data": data})

@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from svclog.logql.engine.evaluator import evaluate
-from svclog.logql.engine.json_codec import result_to_json
+from svclog.logql.engine.json_codec import VALUES_SLICE, result_to_json
 from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import EntryLabels, Stream, StreamsResult
@@ -140,3 +140,18 @@ def test_merge_keeps_entry_labels_beside_their_lines():
     assert only.lines == ["one", "two", "three"]
     assert only.entry_labels == [meta, parsed, parsed]
     assert result_to_json(merged)["result"][0]["values"][0][2] == {"structuredMetadata": {"t": "1"}}
+
+
+def test_long_streams_are_encoded_in_slices_with_every_entry_in_order():
+    """The values are built a slice at a time (to let the GIL go between slices): the entries
+    across the slices' edges come out whole and in order, with their own labels."""
+    n = 2 * VALUES_SLICE + 7
+    kinds = [EntryLabels(Labels({"trace_id": str(i % 3)}), Labels()) for i in range(3)]
+    ts = np.arange(n, dtype=np.int64) * NS
+    lines = [f"line {i}" for i in range(n)]
+    plain = result_to_json(StreamsResult([Stream(Labels(API), ts, lines)]))
+    assert plain["result"][0]["values"] == [(str(i * NS), f"line {i}") for i in range(n)]
+    labelled = result_to_json(StreamsResult([Stream(Labels(API), ts, lines, [kinds[i % 3] for i in range(n)])]))
+    assert labelled["result"][0]["values"] == [
+        (str(i * NS), f"line {i}", {"structuredMetadata": {"trace_id": str(i % 3)}}) for i in range(n)
+    ]
