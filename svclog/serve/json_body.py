@@ -23,8 +23,6 @@ from svclog.logql.engine.json_codec import EncodedValues
 
 # one piece: about this many list entries (~0.2 ms of orjson for 200-byte log lines)
 PIECE_ENTRIES = 1000
-# a stream's values encoded already go out in pieces of this many bytes
-PIECE_BYTES = 256 * 1024
 # a document lighter than this goes out in one call, with a Content-Length (~2 ms at most)
 STREAM_ABOVE = 10_000
 MEDIA_TYPE = "application/json"
@@ -36,7 +34,7 @@ def dumps(data: Any) -> bytes:
 
 def _encoded(value: Any) -> orjson.Fragment:
     if isinstance(value, EncodedValues):
-        return orjson.Fragment(value.text)
+        return orjson.Fragment(value.text())
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
@@ -86,9 +84,11 @@ def pieces(data: Any, per_piece: int = PIECE_ENTRIES) -> Iterator[bytes]:
     """`dumps(data)` as consecutive pieces, none of more than about `per_piece` entries."""
     if not heavier_than(data, per_piece):
         yield dumps(data)
-    elif isinstance(data, EncodedValues):
-        for at in range(0, len(data.text), PIECE_BYTES):
-            yield data.text[at : at + PIECE_BYTES]
+    elif isinstance(data, EncodedValues):  # its parts as they are (VALUES_SLICE entries each)
+        yield b"["
+        for at, part in enumerate(data.parts):
+            yield part if at == 0 else b"," + part
+        yield b"]"
     elif isinstance(data, dict):
         separator = b"{"
         for key, value in data.items():

@@ -56,18 +56,20 @@ def answer_to_json(result: object, encoded_values: bool) -> dict[str, Any]:
 
 
 class EncodedValues:
-    """A stream's values as the JSON array text `_values` would encode to, and how many entries.
+    """A stream's values as the JSON text `_values` would encode to: the array's inner text in
+    slices of `VALUES_SLICE` entries (`parts`), and how many entries.
 
     Made a slice at a time, each slice's entry tuples freed before the next: kept, a
     100000-line answer's 100000 tuples drove the gateway's collector (collections of every
     generation, ~1.5 s of pauses in 30 s of four such queries at a time, each holding the GIL),
     and its encoding ran in the event loop. Made here, in the answer's merge, it runs on the
-    merge's thread, lowered with it for a large query. serve/json_body.py writes it as it is."""
+    merge's thread, lowered with it for a large query. serve/json_body.py writes the parts as
+    they are."""
 
-    __slots__ = ("text", "count")
+    __slots__ = ("parts", "count")
 
-    def __init__(self, text: bytes, count: int):
-        self.text = text
+    def __init__(self, parts: list[bytes], count: int):
+        self.parts = parts
         self.count = count
 
     def __len__(self) -> int:
@@ -75,11 +77,14 @@ class EncodedValues:
 
     @classmethod
     def of(cls, stream: Stream) -> EncodedValues:
-        slices = [
+        parts = [
             orjson.dumps(_values(stream, at, at + VALUES_SLICE))[1:-1]
             for at in range(0, len(stream.lines), VALUES_SLICE)
         ]
-        return cls(b"[" + b",".join(slices) + b"]", len(stream.lines))
+        return cls(parts, len(stream.lines))
+
+    def text(self) -> bytes:
+        return b"[" + b",".join(self.parts) + b"]"
 
 
 @result_to_json.register
