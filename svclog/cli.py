@@ -49,7 +49,7 @@ def serve_main(args: list[str]) -> int:
     )
     from svclog.actors.options import driver_arrow_pool
 
-    driver_arrow_pool()  # before anything here allocates from Arrow
+    driver_arrow_pool()  # before anything here imports pyarrow, which reads the choice then
     from svclog import launch as topology
 
     handles = topology.start(cfg, host_gateway=True)  # the driver only waits: it serves HTTP too

@@ -17,6 +17,7 @@ from svclog.actors.compactor_actor import CompactorActor, RemoteCompactor
 from svclog.actors.head import NO_FALLBACK_PROXY, SERVE_CONTROLLER_CALLBACK, lean_local_head, serve_controller_created
 from svclog.actors.indexgateway_actor import RemoteIndexGateway
 from svclog.actors.ingester_actor import RemoteIngester
+from svclog.actors.malloc_trim import limit_malloc_arenas
 from svclog.actors.options import (
     COMPACTOR_NAME,
     NAMESPACE,
@@ -114,6 +115,7 @@ def connect(cfg: Config) -> None:
         kwargs["object_store_memory"] = cfg.ray.object_store_memory
     if address is None:
         kwargs["_system_config"] = dict(LOCAL_RAY_SYSTEM_CONFIG)  # ray.init adds its spilling keys to it
+        limit_malloc_arenas()  # Ray's daemons and workers inherit it (a cluster's nodes: cluster.yaml)
         with lean_local_head(keep_dashboard=bool(cfg.ray.dashboard)):
             ray.init(**kwargs)
     else:

@@ -24,6 +24,7 @@ import ray
 from svclog.actors import registry
 from svclog.actors.calls import HOSTED_CALL
 from svclog.actors.gc_freeze import freeze_startup_heap
+from svclog.actors.idle_release import start_idle_release
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class BackendHost:
         if later:
             threading.Thread(target=self._build_later, args=(later,), name="deferred-parts", daemon=True).start()
         freeze_startup_heap()  # the pattern miner's many small objects set off full GCs (gc_freeze.py)
+        start_idle_release()  # what a heavy query freed goes back once the host idles (idle_release.py)
 
     def _build(self, part: HostedPart) -> None:
         self._parts[part.role] = part.factory(*part.args, **part.kwargs)

@@ -13,6 +13,7 @@ import ray
 from svclog.actors.calls import CALL_TIMEOUT_S, call_cancelled
 from svclog.actors.clients import RingClient
 from svclog.actors.gc_freeze import freeze_startup_heap
+from svclog.actors.idle_release import start_idle_release
 from svclog.actors.malloc_trim import MallocTrimmer, release_unused
 from svclog.actors.options import RING_NAME
 from svclog.actors.ring_member import RING_AWAY, RingMember
@@ -84,6 +85,7 @@ class IngesterActor:
         self.push_listener = PushListener(self.ingester.push_payload)
         _install_signal_hook(self)
         freeze_startup_heap()  # a full GC would hold pushes up walking the start-up heap (gc_freeze.py)
+        start_idle_release()  # the selects' answers it wrote into the object store, once it idles
 
     def _background(self) -> None:
         period = max(0.5, self.cfg.ingester.flush_check_period / 1e9)

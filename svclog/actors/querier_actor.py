@@ -14,6 +14,7 @@ import ray
 from svclog.actors.answers import pack_answer
 from svclog.actors.calls import call_cancelled
 from svclog.actors.clients import IngesterPool, RingClient
+from svclog.actors.idle_release import start_idle_release
 from svclog.actors.indexgateway_actor import GatewayIndex
 from svclog.actors.malloc_trim import MallocTrimmer, QuietRelease, release_arrow_heap
 from svclog.actors.registry import named_actor
@@ -66,6 +67,7 @@ class QuerierActor:
     def __init__(self, cfg: Config, querier_id: str | None = None):
         apply_level(cfg.server.log_level)  # the configured level; a POSTed one arrives from the gateways
         share_the_gil()
+        start_idle_release()  # glibc's arenas and the object store's pages; the pull loops' heaps: _QUIET
         self._pullers: list[threading.Thread] = []
         self._slots = 0  # pull loops, as the scheduler is told
         self.running = RunningQueries()  # what the pull loops run, stopped when the scheduler says so

@@ -15,6 +15,7 @@ from svclog import targets
 from svclog.actors.calls import QUERY_TIMEOUT_S, ActorUnavailable, Handles
 from svclog.actors.clients import IngesterPool, RingClient, ServeReplicaCount
 from svclog.actors.gc_freeze import freeze_startup_heap
+from svclog.actors.idle_release import start_idle_release
 from svclog.actors.malloc_trim import MallocTrimmer
 from svclog.actors.options import COMPACTOR_NAME, PATTERN_INGESTER_NAME, RULER_NAME, querier_name
 from svclog.actors.querier_actor import build_querier
@@ -446,6 +447,7 @@ class Gateway:
             threading.Thread(target=self.serve_when_ready, name="serve-when-ready", daemon=True).start()
         share_the_gil(GATEWAY_SWITCH_INTERVAL_S)
         freeze_startup_heap()  # full GCs walked ~150k start-up objects: 100-200 ms push stalls
+        start_idle_release()  # what merging and sending large answers freed, once the gateway idles
 
     def enter_standby(self, state: str) -> None:
         """From now on every route of this replica answers 503 with Retry-After (a clean stop):
