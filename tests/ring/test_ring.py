@@ -81,3 +81,89 @@ def test_ring_client_asks_again_while_the_ring_is_empty():
     assert [m.id for m in client.get().replication_set(1, 1)] == ["i0"]  # within the ttl, fetched anew
     assert not answers
     assert client.get() is client.get()  # a placed ring stays cached
+
+
+def _scripted_client(views: list, ttl: float, stale_s: float, fetch_started, release):
+    from svclog.actors.clients import RingClient
+
+    class Scripted(RingClient):
+        def snapshot(self) -> dict:
+            fetch_started.set()
+            release.wait(5)
+            view = views.pop(0)
+            if isinstance(view, Exception):
+                raise view
+            return view
+
+    return Scripted(ttl=ttl, stale_s=stale_s)
+
+
+def _ring_of(*ids: str) -> dict:
+    ring = Ring()
+    for member in ids:
+        ring.register(member, member)
+    return ring.snapshot()
+
+
+def _ids(ring: Ring) -> list[str]:
+    return sorted(ring.members)
+
+
+def test_ring_client_hands_out_the_view_it_has_while_the_next_is_fetched():
+    """The ring actor shares a process with the querier: a fetch made in line held up each request
+    that found the view a second old. Past the ttl the view in hand is answered at once and the next
+    one comes from a background fetch."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    client = _scripted_client(
+        [_ring_of("i0"), _ring_of("i0", "i1")], ttl=0.05, stale_s=60, fetch_started=started, release=release
+    )
+    release.set()
+    assert _ids(client.get()) == ["i0"]  # the first view: fetched in line
+    started.clear()
+    release.clear()  # the ring actor is slow now
+    time.sleep(0.1)
+    began = time.monotonic()
+    assert _ids(client.get()) == ["i0"]  # past the ttl: the old view, not a wait for the slow fetch
+    assert time.monotonic() - began < 0.5
+    assert started.wait(5)  # the next view is being fetched meanwhile
+    release.set()
+    deadline = time.monotonic() + 5
+    while _ids(client.get()) != ["i0", "i1"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _ids(client.get()) == ["i0", "i1"]
+
+
+def test_ring_client_fetches_in_line_once_its_view_is_too_old_and_says_when_it_cannot():
+    """A view is handed out for stale_s at most: past it (the ring actor gone), the caller waits for a
+    fetch, and gets the error when there is none."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    release.set()
+    client = _scripted_client(
+        [_ring_of("i0"), RuntimeError("ring actor gone"), RuntimeError("ring actor gone")],
+        ttl=0.01,
+        stale_s=0.2,
+        fetch_started=started,
+        release=release,
+    )
+    assert _ids(client.get()) == ["i0"]
+    time.sleep(0.05)
+    assert _ids(client.get()) == ["i0"]  # the background fetch fails; the view in hand still serves
+    time.sleep(0.3)
+    with pytest.raises(RuntimeError, match="ring actor gone"):
+        client.get()
+
+
+def test_ring_client_with_no_ttl_fetches_every_time():
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    release.set()
+    client = _scripted_client(
+        [_ring_of("i0"), _ring_of("i1")], ttl=0.0, stale_s=60, fetch_started=started, release=release
+    )
+    assert _ids(client.get()) == ["i0"]
+    assert _ids(client.get()) == ["i1"]
