@@ -262,10 +262,18 @@ class Writer:
 
 
 def _flush(url: str, deadline: float) -> None:
-    """POST /flush until every ingester answered (a restarting one answers 503 meanwhile)."""
+    """POST /flush until every ingester answered (a restarting one answers 503 meanwhile), then
+    wait out the index's visibility delay: a querier sees a segment another process wrote within
+    LISTING_TTL_S (svclog/storage/index.py), and these entries are older than
+    query_ingesters_within, so no ingester answers for them meanwhile. Twice, with the kill-to-read
+    phase down to 1.5 s, the two long-lived queriers answered from the listing they made for the
+    reads before the kill, less than LISTING_TTL_S earlier, and missed every entry flushed since."""
+    from svclog.storage.index import LISTING_TTL_S
+
     last = retry_until(lambda: httpx.post(url + "/flush", timeout=60), 204, deadline, 1)
     if last:
         raise TimeoutError(f"flush kept failing: {last}")
+    time.sleep(LISTING_TTL_S)
 
 
 def _entries(data: dict) -> set[int]:
