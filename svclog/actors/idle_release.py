@@ -37,8 +37,9 @@ class IdleRelease:
     """`tick()` once a period; it calls `release` when the process went idle after work.
 
     idle: the last period used at most `idle_share` of one core (Ray's own threads use a little in
-    any worker, and a dashboard's small queries keep a gateway a few percent busy); after work: at least `worked_cpu_s` of CPU since the last release, so an idle
-    process does not release over and over for its background threads' crumbs."""
+    any worker, and a dashboard's small queries keep a gateway a few percent busy); after work: at
+    least `worked_cpu_s` of CPU since the last release, so an idle process does not release over
+    and over for its background threads' crumbs."""
 
     def __init__(
         self,
