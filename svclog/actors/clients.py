@@ -17,6 +17,7 @@ import pyarrow as pa
 import ray
 
 from svclog.actors.calls import CALL_TIMEOUT_S, QUERY_TIMEOUT_S, Handles, acall, call, cancel_calls, remote_cause
+from svclog.actors.coalesced import CoalescedCall
 from svclog.actors.options import RING_NAME
 from svclog.actors.push_channels import ChannelUnavailable, PushChannels, PushRejected, open_lane
 from svclog.distributor.quorum import QuorumTracker
@@ -51,8 +52,7 @@ class RingClient:
         self._fetched = 0.0
         self._lock = threading.Lock()
         self._handles = handles or Handles()
-        self._wanted = threading.Event()
-        self._refresher: threading.Thread | None = None
+        self._refresher = CoalescedCall(self._refresh, f"{name}-view")
 
     def get(self) -> Ring:
         with self._lock:
@@ -63,26 +63,17 @@ class RingClient:
                 self._ring = Ring.from_snapshot(self.snapshot())
                 self._fetched = time.monotonic()
             elif age > self.ttl:
-                self._refresh_soon()
+                self._refresher.request()
             return self._ring
 
-    def _refresh_soon(self) -> None:
-        self._wanted.set()
-        if self._refresher is None:
-            self._refresher = threading.Thread(target=self._refresh, name=f"{self.name}-view", daemon=True)
-            self._refresher.start()
-
     def _refresh(self) -> None:
-        while True:
-            self._wanted.wait()
-            self._wanted.clear()
-            try:
-                ring = Ring.from_snapshot(self.snapshot())
-            except Exception as err:  # noqa: BLE001 - the view in hand serves until stale_s
-                log.debug("refreshing the %s view: %s", self.name, err)
-                continue
-            with self._lock:
-                self._ring, self._fetched = ring, time.monotonic()
+        try:
+            ring = Ring.from_snapshot(self.snapshot())
+        except Exception as err:  # noqa: BLE001 - the view in hand serves until stale_s
+            log.debug("refreshing the %s view: %s", self.name, err)
+            return
+        with self._lock:
+            self._ring, self._fetched = ring, time.monotonic()
 
     def snapshot(self) -> dict:
         """The ring actor's snapshot, uncached."""

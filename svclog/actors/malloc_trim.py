@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import pyarrow as pa
 
+from svclog.actors.coalesced import CoalescedCall
 from svclog.libc import libc_function
 
 log = logging.getLogger(__name__)
@@ -55,32 +56,15 @@ class MallocTrimmer:
     def __init__(self, interval_s: float = 1.0, trim: Callable[[], object] | None = None):
         self.interval_s = interval_s
         self._trim = trim if trim is not None else libc_malloc_trim()
-        self._wanted = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self.trims = 0
+        self._calls = None if self._trim is None else CoalescedCall(self._trim, "malloc-trim", interval_s)
 
     def request(self) -> None:
-        if self._trim is None:
-            return
-        self._wanted.set()
-        if self._thread is None:
-            with self._lock:
-                if self._thread is None:
-                    self._thread = threading.Thread(target=self._run, name="malloc-trim", daemon=True)
-                    self._thread.start()
+        if self._calls is not None:
+            self._calls.request()
 
-    def _run(self) -> None:
-        assert self._trim is not None  # only started when there is one
-        while True:
-            self._wanted.wait()
-            self._wanted.clear()
-            try:
-                self._trim()
-            except Exception:  # never take the process down for a memory hint
-                log.exception("malloc_trim failed")
-            self.trims += 1
-            time.sleep(self.interval_s)
+    @property
+    def trims(self) -> int:
+        return 0 if self._calls is None else self._calls.runs
 
 
 def release_arrow_heap() -> None:
