@@ -36,7 +36,7 @@ def _push(ingesters, lines, ts=T):
 def _lines(source, query='{app="ties"}', direction="forward", limit=100):
     params = QueryParams.for_range(T - 10**9, T + 10**9, limit=limit, direction=direction)
     result = evaluate(parse(query), params, source)
-    return [line for stream in result.streams for line in stream.lines]
+    return [line for stream in result.streams for line in stream.texts()]
 
 
 @pytest.fixture

@@ -120,7 +120,10 @@ def test_values_encoded_in_the_merge_make_the_same_body():
         lines = [f'l{i} "é\\\x01' + "x" * rng.randint(0, 300) for i in range(n)]
         for entry_labels in (None, [kinds[i % 3] for i in range(n)]):
             result = StreamsResult(
-                [Stream(Labels({"app": "a"}), ts, lines, entry_labels), Stream(Labels({"app": "b"}), ts[:2], lines[:2])]
+                [
+                    Stream.of(Labels({"app": "a"}), ts, lines, entry_labels),
+                    Stream.of(Labels({"app": "b"}), ts[:2], lines[:2]),
+                ]
             )
             as_lists = {"status": "success", "data": answer_to_json(result, encoded_values=False)}
             encoded = {"status": "success", "data": answer_to_json(result, encoded_values=True)}

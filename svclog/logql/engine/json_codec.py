@@ -11,6 +11,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from svclog.logql.engine.json_strings import json_string_bodies
 from svclog.logql.engine.result import (
     EntryLabels,
     MatrixResult,
@@ -23,6 +24,7 @@ from svclog.logql.engine.result import (
 
 _NS_PER_MS = 1_000_000
 VALUES_SLICE = 2000
+BATCH_ENTRIES = 10_000  # log entries written per pass of the kernels (EncodedValues.of_streams)
 
 
 def format_value(value: float) -> str:
@@ -98,9 +100,10 @@ def answer_to_json(result: object, encoded_values: bool) -> dict[str, Any]:
     """`result_to_json`; with `encoded_values` a streams answer's values come as JSON text already
     (EncodedValues), for an answer that goes straight into a JSON body."""
     if encoded_values and isinstance(result, StreamsResult):
+        values = EncodedValues.of_streams(result.streams)
         return {
             "resultType": "streams",
-            "result": [{"stream": s.labels.to_dict(), "values": EncodedValues.of(s)} for s in result.streams],
+            "result": [{"stream": s.labels.to_dict(), "values": v} for s, v in zip(result.streams, values)],
         }
     if encoded_values and isinstance(result, MatrixResult):
         points = EncodedValues.of_series(result.series)
@@ -112,15 +115,14 @@ def answer_to_json(result: object, encoded_values: bool) -> dict[str, Any]:
 
 
 class EncodedValues:
-    """A stream's values as the JSON text `_values` would encode to: the array's inner text in
-    slices of `VALUES_SLICE` entries (`parts`), and how many entries.
+    """Values as the JSON text `_values` would encode to: the array's inner text in slices of
+    `VALUES_SLICE` entries (`parts`), and how many entries. serve/json_body.py writes the parts
+    as they are.
 
-    Made a slice at a time, each slice's entry tuples freed before the next: kept, a
-    100000-line answer's 100000 tuples drove the gateway's collector (collections of every
-    generation, ~1.5 s of pauses in 30 s of four such queries at a time, each holding the GIL),
-    and its encoding ran in the event loop. Made here, in the answer's merge, it runs on the
-    merge's thread, lowered with it for a large query. serve/json_body.py writes the parts as
-    they are."""
+    Made by Arrow's kernels for all streams (or matrix rows) of an answer at once, in the
+    answer's merge (lowered with it for a large query): kernels let the GIL go, where a
+    100000-line answer's Python strings, tuples and orjson calls held the gateway's GIL ~45 ms
+    and drove its collector; a light query's threads waited for both."""
 
     __slots__ = ("parts", "count")
 
@@ -133,30 +135,71 @@ class EncodedValues:
 
     @classmethod
     def of(cls, stream: Stream) -> EncodedValues:
+        return cls.of_streams([stream])[0]
+
+    @classmethod
+    def of_streams(cls, streams: list[Stream]) -> list[EncodedValues]:
+        """Each stream's entries (`["ns", "line"]`); with categorized labels, by orjson. Made
+        `BATCH_ENTRIES` entries at a time, parts of several streams together: the kernels'
+        intermediate arrays stay small (four 100000-line answers at once kept ~200 MB of them
+        in the gateway made in one go)."""
+        if any(s.entry_labels is not None for s in streams):
+            return [cls._by_orjson(s) for s in streams]
+        out = [cls([], len(s.ts)) for s in streams]
+        batch: list[tuple[int, int, int]] = []  # (stream, from, to): one part each
+        size = 0
+        for index, stream in enumerate(streams):
+            count = len(stream.ts)
+            for at in range(0, count, VALUES_SLICE):
+                end = min(at + VALUES_SLICE, count)
+                batch.append((index, at, end))
+                size += end - at
+                if size >= BATCH_ENTRIES:
+                    cls._encode_parts(streams, batch, out)
+                    batch, size = [], 0
+        if batch:
+            cls._encode_parts(streams, batch, out)
+        return out
+
+    @staticmethod
+    def _encode_parts(streams: list[Stream], batch: list[tuple[int, int, int]], out: list[EncodedValues]) -> None:
+        """The text of each (stream, from, to) part of `batch`, appended to its stream's parts."""
+        ts = np.concatenate([streams[i].ts[start:end] for i, start, end in batch])
+        lines = pa.concat_arrays([streams[i].lines.slice(start, end - start) for i, start, end in batch])
+        times = pc.cast(pa.array(ts, pa.int64()), pa.string())
+        entries = pc.binary_join_element_wise('["', times, '","', json_string_bodies(lines), '"]', "")
+        bounds = np.cumsum([0] + [end - start for _, start, end in batch], dtype=np.int32)
+        parts = pc.binary_join(pa.ListArray.from_arrays(pa.array(bounds), entries), ",")
+        for (i, _, _), text in zip(batch, parts.cast(pa.binary()).to_pylist()):
+            out[i].parts.append(text)
+
+    @classmethod
+    def _by_orjson(cls, stream: Stream) -> EncodedValues:
         parts = [
-            orjson.dumps(_values(stream, at, at + VALUES_SLICE))[1:-1]
-            for at in range(0, len(stream.lines), VALUES_SLICE)
+            orjson.dumps(_values(stream, at, at + VALUES_SLICE))[1:-1] for at in range(0, len(stream.ts), VALUES_SLICE)
         ]
-        return cls(parts, len(stream.lines))
+        return cls(parts, len(stream.ts))
 
     @classmethod
     def of_series(cls, series: list[Series]) -> list[EncodedValues]:
-        """Each matrix row's points (`[time, "value"]`), all rows' text made by one pass of
-        Arrow's kernels, which let the GIL go: nothing per point in Python."""
+        """Each matrix row's points (`[time, "value"]`)."""
         counts = [len(s.ts) for s in series]
-        if not series or not sum(counts):
+        if not sum(counts):
             return [cls([], 0) for _ in series]
         times = _sample_times_text(np.concatenate([s.ts for s in series]))
         values = format_values(np.concatenate([s.values for s in series]))
-        points = pc.binary_join_element_wise("[", times, ',"', values, '"]', "")
-        # one part per VALUES_SLICE points of a row: a long row is still written in pieces
+        return cls._split(pc.binary_join_element_wise("[", times, ',"', values, '"]', ""), counts)
+
+    @classmethod
+    def _split(cls, entries: pa.Array, counts: list[int]) -> list[EncodedValues]:
+        """`entries` (each row's, one after the other) joined into parts of VALUES_SLICE entries
+        of one row each: a long row is still written in pieces."""
         bounds = [0]
         for count in counts:
             row_start = bounds[-1]
-            bounds.extend(
-                min(at + VALUES_SLICE, row_start + count) for at in range(row_start, row_start + count, VALUES_SLICE)
-            )
-        slices = pa.ListArray.from_arrays(pa.array(bounds, pa.int32()), points)
+            row_end = row_start + count
+            bounds.extend(min(at + VALUES_SLICE, row_end) for at in range(row_start, row_end, VALUES_SLICE))
+        slices = pa.ListArray.from_arrays(pa.array(bounds, pa.int32()), entries)
         text = pc.binary_join(slices, ",").cast(pa.binary()).to_pylist()
         out, at = [], 0
         for count in counts:
@@ -182,7 +225,7 @@ def _values(stream: Stream, start: int = 0, stop: int | None = None) -> list[tup
     `zip` and `map` in C: a 40000-line answer took a per-entry Python loop of the gateway's GIL
     before. Built `VALUES_SLICE` entries per call: one call over a 100000-line stream held that
     GIL ~40 ms, in which no other tenant's request moved."""
-    stop = len(stream.lines) if stop is None else min(stop, len(stream.lines))
+    stop = len(stream.ts) if stop is None else min(stop, len(stream.ts))
     rendered: dict[EntryLabels, dict[str, Any]] = {}
     if stream.entry_labels is not None:  # categorize-labels: a third element per entry, `{}` when it has neither kind
         for labels in stream.entry_labels[start:stop]:
@@ -192,10 +235,11 @@ def _values(stream: Stream, start: int = 0, stop: int | None = None) -> list[tup
     for at in range(start, stop, VALUES_SLICE):
         end = min(at + VALUES_SLICE, stop)
         times = map(str, stream.ts[at:end].tolist())
+        lines = stream.lines.slice(at, end - at).to_pylist()
         if stream.entry_labels is None:
-            out.extend(zip(times, stream.lines[at:end]))
+            out.extend(zip(times, lines))
         else:
-            out.extend(zip(times, stream.lines[at:end], map(rendered.__getitem__, stream.entry_labels[at:end])))
+            out.extend(zip(times, lines, map(rendered.__getitem__, stream.entry_labels[at:end])))
     return out
 
 

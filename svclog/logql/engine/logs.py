@@ -104,19 +104,19 @@ def _categorized_streams(
 
 def _runs(
     group_of_picked: np.ndarray, order: np.ndarray, lines: pa.ChunkedArray
-) -> Iterator[tuple[int, np.ndarray, list[str]]]:
+) -> Iterator[tuple[int, np.ndarray, pa.Array]]:
     """(group, rows, their lines) per group in group order, rows in answer order: one stable
     sort and one take for all groups, so the cost is linear in the rows whatever the groups."""
     if len(order) == 0:
         return
     by_group = np.argsort(group_of_picked, kind="stable")
     groups, rows = group_of_picked[by_group], order[by_group]
-    texts = lines.take(pa.array(rows)).to_pylist()
+    texts = lines.take(pa.array(rows)).combine_chunks()
     bounds = np.flatnonzero(np.diff(groups)) + 1
     starts = [0, *bounds.tolist()]
     ends = [*bounds.tolist(), len(rows)]
     for lo, hi in zip(starts, ends):
-        yield int(groups[lo]), rows[lo:hi], texts[lo:hi]
+        yield int(groups[lo]), rows[lo:hi], texts.slice(lo, hi - lo)
 
 
 def _thin(ts: np.ndarray, order: np.ndarray, interval: int, backward: bool, limit: int) -> np.ndarray:

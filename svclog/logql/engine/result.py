@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
+import pyarrow as pa
 
 from svclog.model import Labels
 
@@ -24,36 +25,27 @@ NO_ENTRY_LABELS = EntryLabels(Labels(), Labels())
 class Stream:
     """One series of log entries, ordered as the query's direction asks.
 
+    `lines` is an Arrow string array: a large answer travels from the querier to the gateway as
+    its buffers (no Python string per line to pickle and unpickle) and is merged and written as
+    JSON by Arrow's kernels (json_codec.EncodedValues), which let the gateway's GIL go.
+
     With categorized labels `labels` are the stream labels only and `entry_labels`
     holds each entry's structured metadata and parsed labels; otherwise it is None.
     """
 
     labels: Labels
     ts: np.ndarray  # int64 ns
-    lines: list[str]
+    lines: pa.Array  # string
     entry_labels: list[EntryLabels] | None = None
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """A long stream is pickled as one string and its lines' lengths. Unpickling 50000 lines
-        one string object each is ~7 ms in one C call, holding the GIL of the gateway that
-        fetches a large answer; cut out of the one string by a Python loop, the lines let the
-        GIL go to other requests' threads between them."""
-        if len(self.lines) < PACKED_LINES:
-            return (Stream, (self.labels, self.ts, self.lines, self.entry_labels))
-        lengths = np.fromiter(map(len, self.lines), np.int64, len(self.lines))
-        return (_unpacked, (self.labels, self.ts, "".join(self.lines), lengths, self.entry_labels))
+    @classmethod
+    def of(cls, labels: Labels, ts: Any, lines: list[str], entry_labels: list[EntryLabels] | None = None) -> Stream:
+        """A stream from plain lists (tests, hand-made answers)."""
+        return cls(labels, np.asarray(ts, dtype=np.int64), pa.array(lines, pa.string()), entry_labels)
 
-
-# streams of at least this many lines are pickled packed (Stream.__reduce__)
-PACKED_LINES = 1000
-
-
-def _unpacked(
-    labels: Labels, ts: np.ndarray, text: str, lengths: np.ndarray, entry_labels: list[EntryLabels] | None
-) -> Stream:
-    ends = np.cumsum(lengths).tolist()
-    lines = [text[start:end] for start, end in zip([0, *ends[:-1]], ends)]
-    return Stream(labels, ts, lines, entry_labels)
+    def texts(self) -> list[str]:
+        texts: list[str] = self.lines.to_pylist()
+        return texts
 
 
 @dataclass(frozen=True)
@@ -63,6 +55,24 @@ class StreamsResult:
     @property
     def result_type(self) -> str:
         return "streams"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with every stream's lines in one array. A stream's lines are mostly a slice of
+        the query's one taken array, and Arrow pickles a slice with its parent's whole buffers:
+        each stream of a 100000-line answer would carry all of them."""
+        if not self.streams:
+            return (StreamsResult, ([],))
+        lines = pa.concat_arrays([s.lines for s in self.streams])
+        heads = [(s.labels, s.ts, s.entry_labels) for s in self.streams]
+        return (_streams_from, (heads, lines))
+
+
+def _streams_from(heads: list[tuple[Labels, np.ndarray, list[EntryLabels] | None]], lines: pa.Array) -> StreamsResult:
+    streams, at = [], 0
+    for labels, ts, entry_labels in heads:
+        streams.append(Stream(labels, ts, lines.slice(at, len(ts)), entry_labels))
+        at += len(ts)
+    return StreamsResult(streams)
 
 
 @dataclass(frozen=True)

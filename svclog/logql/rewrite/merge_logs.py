@@ -4,6 +4,7 @@ cut at the limit and grouped back into streams, as the un-split query orders the
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import NO_ENTRY_LABELS, Stream, StreamsResult
@@ -23,7 +24,7 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     rank = {lb: i for i, lb in enumerate(keys)}
     ts = np.concatenate([np.asarray(s.ts, dtype=np.int64) for s in streams])
     sid = np.concatenate([np.full(len(s.ts), rank[s.labels], dtype=np.int64) for s in streams])
-    lines = [line for s in streams for line in s.lines]
+    lines = pa.concat_arrays([s.lines for s in streams])
     # categorize-labels partials carry each entry's other labels; merge them alongside the lines
     categorized = any(s.entry_labels is not None for s in streams)
     entry_labels = (
@@ -39,17 +40,17 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     picked = sid[order]
     by_series = np.argsort(picked, kind="stable")
     groups, rows_all = picked[by_series], order[by_series]
+    picked_lines = lines.take(pa.array(rows_all))  # one kernel for all series, the GIL let go
     bounds = np.flatnonzero(np.diff(groups)) + 1
     out = []
     for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows_all)]):
         rows = rows_all[lo:hi]
-        picked_rows = rows.tolist()
         out.append(
             Stream(
                 keys[int(groups[lo])],
                 ts[rows],
-                list(map(lines.__getitem__, picked_rows)),  # in C: answers can hold 100000 lines
-                list(map(entry_labels.__getitem__, picked_rows)) if entry_labels is not None else None,
+                picked_lines.slice(lo, hi - lo),
+                list(map(entry_labels.__getitem__, rows.tolist())) if entry_labels is not None else None,
             )
         )
     return StreamsResult(out)

@@ -133,11 +133,11 @@ def test_merge_keeps_entry_labels_beside_their_lines():
     meta = EntryLabels(Labels({"t": "1"}.items()), Labels())
     parsed = EntryLabels(Labels(), Labels({"p": "x"}.items()))
     stream = Labels({"app": "a"}.items())
-    older = StreamsResult([Stream(stream, np.array([1, 3]), ["one", "three"], [meta, parsed])])
-    newer = StreamsResult([Stream(stream, np.array([2]), ["two"], [parsed])])
+    older = StreamsResult([Stream.of(stream, np.array([1, 3]), ["one", "three"], [meta, parsed])])
+    newer = StreamsResult([Stream.of(stream, np.array([2]), ["two"], [parsed])])
     merged = merge_streams([older, newer], replace(CATEGORIZED, direction="forward", limit=3))
     (only,) = merged.streams
-    assert only.lines == ["one", "two", "three"]
+    assert only.texts() == ["one", "two", "three"]
     assert only.entry_labels == [meta, parsed, parsed]
     assert result_to_json(merged)["result"][0]["values"][0][2] == {"structuredMetadata": {"t": "1"}}
 
@@ -149,9 +149,9 @@ def test_long_streams_are_encoded_in_slices_with_every_entry_in_order():
     kinds = [EntryLabels(Labels({"trace_id": str(i % 3)}), Labels()) for i in range(3)]
     ts = np.arange(n, dtype=np.int64) * NS
     lines = [f"line {i}" for i in range(n)]
-    plain = result_to_json(StreamsResult([Stream(Labels(API), ts, lines)]))
+    plain = result_to_json(StreamsResult([Stream.of(Labels(API), ts, lines)]))
     assert plain["result"][0]["values"] == [(str(i * NS), f"line {i}") for i in range(n)]
-    labelled = result_to_json(StreamsResult([Stream(Labels(API), ts, lines, [kinds[i % 3] for i in range(n)])]))
+    labelled = result_to_json(StreamsResult([Stream.of(Labels(API), ts, lines, [kinds[i % 3] for i in range(n)])]))
     assert labelled["result"][0]["values"] == [
         (str(i * NS), f"line {i}", {"structuredMetadata": {"trace_id": str(i % 3)}}) for i in range(n)
     ]

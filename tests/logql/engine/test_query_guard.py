@@ -76,7 +76,7 @@ def run(
 
 
 def entries(result) -> list[tuple[int, str, Labels]]:
-    return sorted((int(t), line, s.labels) for s in result.streams for t, line in zip(s.ts, s.lines))
+    return sorted((int(t), line, s.labels) for s in result.streams for t, line in zip(s.ts, s.texts()))
 
 
 # ---------------------------------------------------------------- linear in rows

@@ -87,6 +87,6 @@ def _check_matrix(cmd: EvalCommand, result: object, steps: np.ndarray) -> None:
 
 def _check_streams(cmd: EvalCommand, result: object) -> None:
     assert isinstance(result, StreamsResult), f"{cmd.query}: got {type(result).__name__}"
-    got = {s.labels: list(zip(s.ts.tolist(), s.lines)) for s in result.streams}
+    got = {s.labels: list(zip(s.ts.tolist(), s.texts())) for s in result.streams}
     want = {e.labels: e.entries for e in cmd.expected}
     assert got == want, f"{cmd.query}: got {got}"

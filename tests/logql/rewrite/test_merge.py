@@ -18,11 +18,11 @@ B = Labels.from_dict({"app": "b"})
 
 
 def stream(labels: Labels, *entries: tuple[int, str]) -> Stream:
-    return Stream(labels, np.array([t for t, _ in entries], dtype=np.int64), [line for _, line in entries])
+    return Stream.of(labels, [t for t, _ in entries], [line for _, line in entries])
 
 
 def flat(result: StreamsResult) -> list[tuple[str, int, str]]:
-    return [(s.labels.get("app"), int(t), line) for s in result.streams for t, line in zip(s.ts, s.lines)]
+    return [(s.labels.get("app"), int(t), line) for s in result.streams for t, line in zip(s.ts, s.texts())]
 
 
 def params(limit: int, direction: str) -> QueryParams:
