@@ -6,7 +6,10 @@ import asyncio
 import threading
 
 from svclog.actors.answers import INLINE_ANSWER_BYTES, pack_answer, unpack_answer
+from svclog.logql.engine.result import Stream, StreamsResult
+from svclog.logql.source import SourceStats
 from svclog.model import Labels
+from svclog.querier.querier import PartialResult
 
 
 class FakeStore:
@@ -52,35 +55,24 @@ def test_answer_plain_pickle_refuses_goes_as_the_object():
     assert asyncio.run(unpack_answer(box, store.fetch)) is answer
 
 
-UNPICKLED_ON: list[str] = []
+def _log_answer(lines: int) -> PartialResult:
+    stream = Stream.of(
+        Labels.from_dict({"app": "api"}), range(lines), [f"line {i:08d} " + "x" * 90 for i in range(lines)]
+    )
+    return PartialResult(StreamsResult([stream]), SourceStats())
 
 
-def _note_thread(payload: str) -> str:
-    UNPICKLED_ON.append(threading.current_thread().name)
-    return payload
-
-
-class _Noted:
-    """Unpickles to its payload, noting the thread that unpickled it."""
-
-    def __init__(self, payload: str) -> None:
-        self.payload = payload
-
-    def __reduce__(self) -> tuple:
-        return (_note_thread, (self.payload,))
-
-
-def test_a_fetched_answer_is_unpickled_off_the_event_loops_thread():
+def test_a_large_log_answer_is_put_as_the_object_for_its_buffers_to_be_read_in_place():
     store = FakeStore()
-    UNPICKLED_ON.clear()
-    large, small = _Noted("x" * INLINE_ANSWER_BYTES * 2), _Noted("small")
+    answer = _log_answer(INLINE_ANSWER_BYTES // 50)
+    box = pack_answer(answer, store.put)
+    assert store.objects[box[0]] is answer  # not its pickled bytes: Ray keeps the Arrow buffers apart
+    assert asyncio.run(unpack_answer(box, store.fetch)) is answer
 
-    async def both() -> tuple[object, object, str]:
-        loop_thread = threading.current_thread().name
-        got_large = await unpack_answer(pack_answer(large, store.put), store.fetch)
-        got_small = await unpack_answer(pack_answer(small, store.put), store.fetch)
-        return got_large, got_small, loop_thread
 
-    got_large, got_small, loop_thread = asyncio.run(both())
-    assert got_large == large.payload and got_small == "small"
-    assert UNPICKLED_ON[0] != loop_thread and UNPICKLED_ON[1] == loop_thread
+def test_a_small_log_answer_travels_inline():
+    store = FakeStore()
+    box = pack_answer(_log_answer(10), store.put)
+    assert isinstance(box[0], bytes) and not store.objects
+    back = asyncio.run(unpack_answer(box, store.fetch))
+    assert back.result.streams[0].texts() == _log_answer(10).result.streams[0].texts()

@@ -10,7 +10,6 @@ answering makes the fetch fail and the sub-query is queued again.
 
 from __future__ import annotations
 
-import asyncio
 import pickle
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -21,24 +20,35 @@ INLINE_ANSWER_BYTES = 64 * 1024
 
 def pack_answer(answer: Any, put: Callable[[Any], Any]) -> list:
     """The box a querier hands to `scheduler.complete`: the pickled answer when small, else a
-    reference `put` made (a list, so Ray passes the reference on instead of resolving it)."""
+    reference `put` made (a list, so Ray passes the reference on instead of resolving it).
+
+    A large answer is put as the object, not as its pickled bytes: Ray's serializer keeps its
+    Arrow and numpy buffers apart, so the gateway reads a log answer's lines in place in the
+    store, where the bytes were copied out of it and unpickled into a second copy (~20 MB held
+    per 100000-line answer, and the copies held the gateway's GIL)."""
+    if _surely_large(answer):
+        return [put(answer)]
     try:
         data = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - something only Ray's cloudpickle takes: it goes as an object
         return [put(answer)]
     if len(data) <= INLINE_ANSWER_BYTES:
         return [data]
-    return [put(data)]
+    return [put(answer)]
+
+
+def _surely_large(answer: Any) -> bool:
+    """A log answer whose lines alone pass the inline size (not pickled just to be measured)."""
+    result = getattr(answer, "result", None)
+    streams = getattr(result, "streams", None)
+    if not isinstance(streams, list):
+        return False
+    return sum(s.lines.nbytes for s in streams) > INLINE_ANSWER_BYTES
 
 
 async def unpack_answer(box: list, fetch: Callable[[Any], Awaitable[Any]]) -> Any:
-    """The answer in a box from `pack_answer`, fetching a referenced one with `fetch`. A fetched
-    (large) answer is unpickled on a worker thread: the caller's event loop goes on serving other
-    requests meanwhile (long streams unpickle in steps that let the GIL go: Stream.__reduce__)."""
+    """The answer in a box from `pack_answer`, fetching a referenced one with `fetch`."""
     data = box[0]
     if isinstance(data, bytes):
         return pickle.loads(data)
-    data = await fetch(data)
-    if not isinstance(data, bytes):
-        return data  # put as the object itself
-    return await asyncio.to_thread(pickle.loads, data)
+    return await fetch(data)
