@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import singledispatch
 from typing import Any
 
@@ -24,7 +25,7 @@ from svclog.logql.engine.result import (
 
 _NS_PER_MS = 1_000_000
 VALUES_SLICE = 2000
-BATCH_ENTRIES = 10_000  # log entries written per pass of the kernels (EncodedValues.of_streams)
+BATCH_ENTRIES = 10_000  # entries written per pass of the kernels (EncodedValues._written)
 
 
 def format_value(value: float) -> str:
@@ -49,12 +50,7 @@ def format_values(values: np.ndarray) -> pa.StringArray:
     an infinity, which `format_value` writes. Per point in Python, a 100-series matrix of 720
     points held the gateway's GIL ~50 ms (np.format_float_positional)."""
     text = pc.cast(pa.array(values, pa.float64()), pa.string())
-    odd = pc.match_substring_regex(text, "[eni]")  # 1e+16, nan, inf
-    if not pc.any(odd).as_py():
-        return text
-    rows = np.flatnonzero(odd.to_numpy(zero_copy_only=False))
-    fixed = pa.array([format_value(float(values[i])) for i in rows], pa.string())
-    return pc.replace_with_mask(text, odd, fixed)
+    return _rewrite_odd(text, lambda i: format_value(float(values[i])))
 
 
 def sample_times(ts_ns: np.ndarray) -> list[int | float]:
@@ -82,12 +78,17 @@ def _sample_times_text(ts_ns: np.ndarray) -> pa.StringArray:
         pc.cast(pa.array(ms // 1000), pa.string()),
         pc.cast(pa.array(ms / 1000), pa.string()),
     )
+    return _rewrite_odd(text, lambda i: orjson.dumps(sample_time(int(ts_ns[i]))).decode())
+
+
+def _rewrite_odd(text: pa.StringArray, write: Callable[[int], str]) -> pa.StringArray:
+    """`text` with the rows Arrow's cast wrote with an exponent, NaN or an infinity (1e+16,
+    nan, inf) written again by `write(row)`: few, and only those in Python."""
     odd = pc.match_substring_regex(text, "[eni]")
     if not pc.any(odd).as_py():
         return text
     rows = np.flatnonzero(odd.to_numpy(zero_copy_only=False))
-    fixed = pa.array([orjson.dumps(sample_time(int(ts_ns[i]))).decode() for i in rows], pa.string())
-    return pc.replace_with_mask(text, odd, fixed)
+    return pc.replace_with_mask(text, odd, pa.array([write(int(i)) for i in rows], pa.string()))
 
 
 @singledispatch
@@ -134,44 +135,18 @@ class EncodedValues:
         return self.count
 
     @classmethod
-    def of(cls, stream: Stream) -> EncodedValues:
-        return cls.of_streams([stream])[0]
-
-    @classmethod
     def of_streams(cls, streams: list[Stream]) -> list[EncodedValues]:
-        """Each stream's entries (`["ns", "line"]`); with categorized labels, by orjson. Made
-        `BATCH_ENTRIES` entries at a time, parts of several streams together: the kernels'
-        intermediate arrays stay small (made in one go, four 100000-line answers at once took the
-        gateway's anonymous memory ~150 MB higher at its peak)."""
+        """Each stream's entries (`["ns", "line"]`); with categorized labels, by orjson."""
         if any(s.entry_labels is not None for s in streams):
             return [cls._by_orjson(s) for s in streams]
-        out = [cls([], len(s.ts)) for s in streams]
-        batch: list[tuple[int, int, int]] = []  # (stream, from, to): one part each
-        size = 0
-        for index, stream in enumerate(streams):
-            count = len(stream.ts)
-            for at in range(0, count, VALUES_SLICE):
-                end = min(at + VALUES_SLICE, count)
-                batch.append((index, at, end))
-                size += end - at
-                if size >= BATCH_ENTRIES:
-                    cls._encode_parts(streams, batch, out)
-                    batch, size = [], 0
-        if batch:
-            cls._encode_parts(streams, batch, out)
-        return out
 
-    @staticmethod
-    def _encode_parts(streams: list[Stream], batch: list[tuple[int, int, int]], out: list[EncodedValues]) -> None:
-        """The text of each (stream, from, to) part of `batch`, appended to its stream's parts."""
-        ts = np.concatenate([streams[i].ts[start:end] for i, start, end in batch])
-        lines = pa.concat_arrays([streams[i].lines.slice(start, end - start) for i, start, end in batch])
-        times = pc.cast(pa.array(ts, pa.int64()), pa.string())
-        entries = pc.binary_join_element_wise('["', times, '","', json_string_bodies(lines), '"]', "")
-        bounds = np.cumsum([0] + [end - start for _, start, end in batch], dtype=np.int32)
-        parts = pc.binary_join(pa.ListArray.from_arrays(pa.array(bounds), entries), ",")
-        for (i, _, _), text in zip(batch, parts.cast(pa.binary()).to_pylist()):
-            out[i].parts.append(text)
+        def entries(pieces: list[tuple[int, int, int]]) -> pa.Array:
+            ts = np.concatenate([streams[i].ts[start:end] for i, start, end in pieces])
+            lines = pa.concat_arrays([streams[i].lines.slice(start, end - start) for i, start, end in pieces])
+            times = pc.cast(pa.array(ts, pa.int64()), pa.string())
+            return pc.binary_join_element_wise('["', times, '","', json_string_bodies(lines), '"]', "")
+
+        return cls._written([len(s.ts) for s in streams], entries)
 
     @classmethod
     def _by_orjson(cls, stream: Stream) -> EncodedValues:
@@ -183,30 +158,46 @@ class EncodedValues:
     @classmethod
     def of_series(cls, series: list[Series]) -> list[EncodedValues]:
         """Each matrix row's points (`[time, "value"]`)."""
-        counts = [len(s.ts) for s in series]
-        if not sum(counts):
-            return [cls([], 0) for _ in series]
-        times = _sample_times_text(np.concatenate([s.ts for s in series]))
-        values = format_values(np.concatenate([s.values for s in series]))
-        return cls._split(pc.binary_join_element_wise("[", times, ',"', values, '"]', ""), counts)
+
+        def entries(pieces: list[tuple[int, int, int]]) -> pa.Array:
+            times = _sample_times_text(np.concatenate([series[i].ts[start:end] for i, start, end in pieces]))
+            values = format_values(np.concatenate([series[i].values[start:end] for i, start, end in pieces]))
+            return pc.binary_join_element_wise("[", times, ',"', values, '"]', "")
+
+        return cls._written([len(s.ts) for s in series], entries)
 
     @classmethod
-    def _split(cls, entries: pa.Array, counts: list[int]) -> list[EncodedValues]:
-        """`entries` (each row's, one after the other) joined into parts of VALUES_SLICE entries
-        of one row each: a long row is still written in pieces."""
-        bounds = [0]
-        for count in counts:
-            row_start = bounds[-1]
-            row_end = row_start + count
-            bounds.extend(min(at + VALUES_SLICE, row_end) for at in range(row_start, row_end, VALUES_SLICE))
-        slices = pa.ListArray.from_arrays(pa.array(bounds, pa.int32()), entries)
-        text = pc.binary_join(slices, ",").cast(pa.binary()).to_pylist()
-        out, at = [], 0
-        for count in counts:
-            n = -(-count // VALUES_SLICE)
-            out.append(cls(text[at : at + n], count))
-            at += n
+    def _written(
+        cls, counts: list[int], entries: Callable[[list[tuple[int, int, int]]], pa.Array]
+    ) -> list[EncodedValues]:
+        """Rows of `counts` entries each, a part per `VALUES_SLICE` entries of a row (a long row is
+        still written in pieces). `entries(pieces)` makes the text of the (row, from, to) pieces'
+        entries, one after the other; it is asked `BATCH_ENTRIES` entries at a time, pieces of
+        several rows together, so the kernels' intermediate arrays stay small (made in one go,
+        four 100000-line answers at once took the gateway's anonymous memory ~150 MB higher at
+        its peak)."""
+        out = [cls([], count) for count in counts]
+        batch: list[tuple[int, int, int]] = []
+        size = 0
+        for row, count in enumerate(counts):
+            for at in range(0, count, VALUES_SLICE):
+                end = min(at + VALUES_SLICE, count)
+                batch.append((row, at, end))
+                size += end - at
+                if size >= BATCH_ENTRIES:
+                    cls._append_parts(batch, entries(batch), out)
+                    batch, size = [], 0
+        if batch:
+            cls._append_parts(batch, entries(batch), out)
         return out
+
+    @staticmethod
+    def _append_parts(pieces: list[tuple[int, int, int]], entries: pa.Array, out: list[EncodedValues]) -> None:
+        """Each piece's entries joined by commas, appended to its row's parts."""
+        bounds = np.cumsum([0] + [end - start for _, start, end in pieces], dtype=np.int32)
+        parts = pc.binary_join(pa.ListArray.from_arrays(pa.array(bounds), entries), ",")
+        for (row, _, _), text in zip(pieces, parts.cast(pa.binary()).to_pylist()):
+            out[row].parts.append(text)
 
     def text(self) -> bytes:
         return b"[" + b",".join(self.parts) + b"]"
