@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 from svclog.actors.malloc_trim import libc_malloc_trim, release_arrow_heap
 from svclog.actors.shared_pages import release_object_store_pages
+from svclog.thread_heaps import release_pool_heaps
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +26,11 @@ _TRIM = libc_malloc_trim()
 
 
 def release_process_memory() -> None:
-    """Arrow's pool (jemalloc: every arena; mimalloc: only the calling thread's heap), glibc's
-    arenas, and this process's mapping of the object store's pages."""
+    """Arrow's pool (jemalloc: every arena; mimalloc: the calling thread's heap and those of the
+    pool threads, thread_heaps.py), glibc's arenas, and this process's mapping of the object
+    store's pages."""
     release_arrow_heap()
+    release_pool_heaps()
     if _TRIM is not None:
         _TRIM()
     release_object_store_pages()

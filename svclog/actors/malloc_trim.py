@@ -16,10 +16,9 @@ import threading
 import time
 from collections.abc import Callable
 
-import pyarrow as pa
-
 from svclog.actors.coalesced import CoalescedCall
 from svclog.libc import libc_function
+from svclog.thread_heaps import release_arrow_heap
 
 log = logging.getLogger(__name__)
 
@@ -65,12 +64,6 @@ class MallocTrimmer:
     @property
     def trims(self) -> int:
         return 0 if self._calls is None else self._calls.runs
-
-
-def release_arrow_heap() -> None:
-    """Arrow's pool hands back what it freed now (mimalloc: the calling thread's heap; jemalloc:
-    its arenas)."""
-    pa.default_memory_pool().release_unused()
 
 
 def release_unused(trimmer: MallocTrimmer) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,6 +28,7 @@ from svclog.model import Labels, Matcher, labels_match
 from svclog.querier.overlap import without_flushed_copies
 from svclog.storage.chunk_store import ChunkStore, FetchStats
 from svclog.storage.index import ChunkRef
+from svclog.thread_heaps import HeapPool
 
 TENANT_LABEL = "__tenant_id__"
 # Line bytes of unflushed entries a select asks the ingesters for at a time (a reader that pages):
@@ -35,7 +36,7 @@ TENANT_LABEL = "__tenant_id__"
 INGESTER_PAGE_BYTES = 8 << 20
 # Threads that read the ingesters' next page while a select's engine reads the current one: one
 # per query slot of a querier with up to 8 (`querier.max_concurrent`, 4 by default); more queue here
-_PAGES_AHEAD = ThreadPoolExecutor(max_workers=8, thread_name_prefix="ingester-page")
+_PAGES_AHEAD = HeapPool(max_workers=8, thread_name_prefix="ingester-page")
 
 
 IngesterAnswer = (

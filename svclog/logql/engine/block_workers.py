@@ -14,10 +14,11 @@ from __future__ import annotations
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TypeVar
 
 from svclog.cpu_priority import at_callers_priority
+from svclog.thread_heaps import HeapPool
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -25,7 +26,8 @@ R = TypeVar("R")
 HELPERS = 2  # threads the process lends to queries' blocks (the machines we size for have 2-4 cores)
 AHEAD = 3  # blocks one query may have in flight: bounds the decoded blocks it holds at once
 
-_pool = ThreadPoolExecutor(max_workers=HELPERS, thread_name_prefix="block-worker")
+# its threads decode blocks that the query's thread frees: their Arrow heaps go back once idle
+_pool = HeapPool(max_workers=HELPERS, thread_name_prefix="block-worker")
 _idle = threading.BoundedSemaphore(HELPERS)
 
 
