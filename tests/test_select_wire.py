@@ -6,7 +6,7 @@ import time
 from ray import cloudpickle
 from ray._private.serialization import SerializationContext
 
-from svclog.ingester.instance import TenantInstance
+from svclog.ingester.instance import INLINE_TABLE_BYTES, TenantInstance
 from svclog.model import Labels, Matcher, MatchType, StreamColumns
 
 ANY_APP = (Matcher("app", MatchType.RE, ".+"),)
@@ -66,3 +66,35 @@ def test_windows_arrive_with_their_rows_and_metadata():
     assert labels.get("app") == "a" and table.equals(sent)
     assert table.column("ts").to_pylist() == list(range(500, 520))
     assert table.column("metadata").to_pylist()[1:3] == [[("trace_id", "t501")], None]
+
+
+def _ray_round_trip(value):
+    """`value` through a Ray worker's serializer and back, with the out-of-band buffers it used."""
+    SerializationContext(None)
+    buffers: list = []
+    data = cloudpickle.dumps(value, protocol=5, buffer_callback=buffers.append)
+    return cloudpickle.loads(data, buffers=buffers), buffers
+
+
+def test_a_small_answer_crosses_as_one_message_in_the_pickle():
+    """A light query's rows skip Ray's Arrow reducer (Python over every array, on the ingester's
+    call thread): they go as an IPC message inside the pickle and come back the same."""
+    instance = _instance(1_000)
+    window = instance.select_packed(ANY_APP, 200, 260)
+    assert window.table is not None and window.table.nbytes <= INLINE_TABLE_BYTES
+    back, buffers = _ray_round_trip(window)
+    assert buffers == []  # nothing out of band: no Arrow buffer went through the reducer
+    ((labels, table),) = back.unpack()
+    ((_, sent),) = window.unpack()
+    assert labels.get("app") == "a" and table.equals(sent) and table.schema.equals(sent.schema)
+    assert table.column("ts").to_pylist() == list(range(200, 260))
+
+
+def test_a_large_answer_keeps_its_buffers_out_of_band():
+    instance = _instance(3_000)  # ~290 kB of rows in the head's open part
+    whole = instance.select_packed(ANY_APP, 0, 3_000)
+    assert whole.table is not None and whole.table.nbytes > INLINE_TABLE_BYTES
+    back, buffers = _ray_round_trip(whole)
+    assert buffers  # the reducer's buffers, written once into the object store
+    ((_, table),) = back.unpack()
+    assert table.column("ts").to_pylist() == list(range(3_000))
