@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -497,7 +498,8 @@ def _table_message(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema, options=_INLINE_WRITE) as writer:
         writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+    message: bytes = sink.getvalue().to_pybytes()
+    return message
 
 
 def _table_of_message(message: bytes) -> pa.Table:
@@ -531,13 +533,13 @@ class PackedStreams:
         # store keys of flushed chunks this answer holds the retained copies of (its page's streams)
         self.covered = covered
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         if self.table is not None and self.table.nbytes <= INLINE_TABLE_BYTES:
             state["table"] = _table_message(self.table)
         return state
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         if isinstance(state["table"], bytes):
             state["table"] = _table_of_message(state["table"])
         self.__dict__.update(state)
