@@ -99,9 +99,11 @@ class HeapPool(ThreadPoolExecutor):
 _POOLS: weakref.WeakSet[HeapPool] = weakref.WeakSet()
 
 
-def release_pool_heaps(release: Callable[[], object] = release_arrow_heap) -> int:
-    """Every idle HeapPool's threads hand their Arrow heaps back, where Arrow keeps one per thread;
-    how many threads did."""
-    if not heaps_are_per_thread() and release is release_arrow_heap:
-        return 0
+def release_pool_heaps(release: Callable[[], object] | None = None) -> int:
+    """Every idle HeapPool's threads run `release` once; by default they hand their Arrow heaps
+    back, where Arrow keeps one per thread (else there is nothing to do). How many threads did."""
+    if release is None:
+        if not heaps_are_per_thread():
+            return 0
+        release = release_arrow_heap
     return sum(pool.release_each_thread(release) for pool in list(_POOLS))
