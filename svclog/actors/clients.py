@@ -20,6 +20,7 @@ from svclog.actors.calls import CALL_TIMEOUT_S, QUERY_TIMEOUT_S, Handles, acall,
 from svclog.actors.coalesced import CoalescedCall
 from svclog.actors.options import RING_NAME
 from svclog.actors.push_channels import ChannelUnavailable, PushChannels, PushRejected, open_lane
+from svclog.actors.read_channels import LocalReadConnector, PendingRead, ReadChannels
 from svclog.distributor.quorum import QuorumTracker
 from svclog.ingester.payload import encode_batch
 from svclog.logql.source import IngesterScan
@@ -94,13 +95,15 @@ class IngesterPool:
     cancellable = True  # `select` takes `on_cancel`: a cancelled query's selects are cancelled too
     pages = True  # `select` takes `after` and `page_bytes` and answers a 4th value (StoreSource pages)
 
-    def __init__(self, ring: RingClient, replication_factor: int, channels: bool = False):
-        """`channels`: push to the ingesters on this node over local sockets (push_channels.py)."""
+    def __init__(self, ring: RingClient, replication_factor: int, channels: bool = False, local_reads: bool = False):
+        """`channels`: push to the ingesters on this node over local sockets (push_channels.py);
+        `local_reads`: send them small reads that way (read_channels.py)."""
         self.ring = ring
         self.rf = replication_factor
         self._handles = Handles()
         self.stragglers = Stragglers()
         self.channels = PushChannels(lambda address: open_lane(self.handle(address))) if channels else None
+        self.reads = ReadChannels(LocalReadConnector(self.handle)) if local_reads else None
 
     def handle(self, address: str) -> Any:
         """The ingester actor's handle; ActorMissing (a ValueError) when it does not run."""
@@ -176,28 +179,43 @@ class IngesterPool:
         return [result for _, result in self._fan_out_each(method, lambda _: args, strict, on_cancel)]
 
     def _fan_out_each(
-        self, method: str, args_for: Callable[[str], tuple | None], strict: bool = False, on_cancel=None
+        self,
+        method: str,
+        args_for: Callable[[str], tuple | None],
+        strict: bool = False,
+        on_cancel=None,
+        local: bool = False,
     ) -> list[tuple[str, Any]]:
         """`_fan_out` with each ingester's own arguments (`args_for(address)`; None: not asked),
-        answering (address, result) per ingester that answered."""
+        answering (address, result) per ingester that answered. `local`: a small read, sent over
+        the read channel of an ingester on this node when one is free (read_channels.py)."""
         ring = self.ring.get()
         members = ring.healthy_members() or list(ring.members.values())
-        calls = []
+        calls: list[tuple[str, Any, tuple]] = []
         for member in members:
             args = args_for(member.address)
             if args is None:
                 continue
             try:
-                calls.append((member.address, getattr(self.handle(member.address), method).remote(*args)))
+                calls.append((member.address, self._send(method, member.address, args, local), args))
             except Exception:
                 continue
-        refs = [ref for _, ref in calls]
-        forget = on_cancel(lambda: cancel_calls(refs)) if on_cancel is not None else None
+        refs = [sent for _, sent, _ in calls if not isinstance(sent, PendingRead)]
+        cancelled = threading.Event()
+
+        def cancel() -> None:
+            cancelled.set()
+            cancel_calls(refs)
+            for _, sent, _ in calls:
+                if isinstance(sent, PendingRead):
+                    sent.hang_up()
+
+        forget = on_cancel(cancel) if on_cancel is not None else None
         results, failures = [], 0
         try:
-            for address, ref in calls:
+            for address, sent, args in calls:
                 try:
-                    results.append((address, ray.get(ref, timeout=QUERY_TIMEOUT_S)))
+                    results.append((address, self._answer(method, address, sent, args, cancelled)))
                 except Exception as err:
                     if strict and isinstance(remote_cause(err), SvcError):
                         raise remote_cause(err) from None
@@ -208,6 +226,26 @@ class IngesterPool:
         if failures and failures >= self.rf:
             raise RuntimeError(f"{failures} ingesters failed to answer; data may be incomplete")
         return results
+
+    def _send(self, method: str, address: str, args: tuple, local: bool) -> Any:
+        """The call under way: a PendingRead over a read channel, else an actor call's ref."""
+        if local and self.reads is not None:
+            try:
+                return self.reads.send(address, method, args)
+            except ChannelUnavailable:
+                pass  # an actor call instead
+        return getattr(self.handle(address), method).remote(*args)
+
+    def _answer(self, method: str, address: str, sent: Any, args: tuple, cancelled: threading.Event) -> Any:
+        if not isinstance(sent, PendingRead):
+            return ray.get(sent, timeout=QUERY_TIMEOUT_S)
+        try:
+            return sent.answer(QUERY_TIMEOUT_S)
+        except ChannelUnavailable:
+            if cancelled.is_set():
+                raise
+        # the channel broke (its ingester restarted, say): the read once more as an actor call
+        return ray.get(getattr(self.handle(address), method).remote(*args), timeout=QUERY_TIMEOUT_S)
 
     def select(
         self,
@@ -278,7 +316,7 @@ class IngesterPool:
             asked.append(address)
             return (tenant, matchers, start, end, rows_cap, rows, deadline)
 
-        results = self._fan_out_each("stats_and_rows", args_for, on_cancel=on_cancel)
+        results = self._fan_out_each("stats_and_rows", args_for, on_cancel=on_cancel, local=True)
         stats = largest_replicas(row for _, (found, _) in results for row in found)
         packs = [packed for _, (_, packed) in results]
         return stats, rows_of(tenant, matchers, *rows, packs, len(asked))

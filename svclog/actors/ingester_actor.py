@@ -21,7 +21,8 @@ from svclog.config import Config, limits_for, object_store_uri, replication_fact
 from svclog.ingester.ingester import Ingester, IngesterSettings
 from svclog.ingester.instance import local_stream_limit
 from svclog.ingester.lifecycle import Identity, IngesterLifecycle, ShutdownMarker, TokenFile, token_file_path
-from svclog.ingester.push_listener import PushListener
+from svclog.ingester.local_listener import LocalListener
+from svclog.ingester.local_reads import serve_reads
 from svclog.log_level import apply_level
 from svclog.storage.chunk_store import ChunkStore
 from svclog.storage.objstore import ObjectStore
@@ -81,8 +82,10 @@ class IngesterActor:
             from svclog.actors.querier_actor import QuerierActor
 
             self.querier = QuerierActor(cfg, querier_id)
-        # gateways on this node push over a local socket rather than an actor call (push_listener.py)
-        self.push_listener = PushListener(self.ingester.push_payload)
+        # gateways on this node push, and send small queries' planning reads, over local sockets
+        # rather than actor calls (local_listener.py, local_reads.py)
+        self.push_listener = LocalListener(self.ingester.push_payload)
+        self.read_listener = LocalListener(serve_reads(self.ingester), kind="read")
         _install_signal_hook(self)
         freeze_startup_heap()  # a full GC would hold pushes up walking the start-up heap (gc_freeze.py)
         start_idle_release()  # the selects' answers it wrote into the object store, once it idles
@@ -136,6 +139,10 @@ class IngesterActor:
     def push_channel(self) -> tuple[str, bytes, str]:
         """Where a gateway on this node pushes without an actor call: (socket address, key, node id)."""
         return self.push_listener.address, self.push_listener.authkey, self.node
+
+    def read_channel(self) -> tuple[str, bytes, str]:
+        """Where a process on this node sends small reads without an actor call (local_reads.py)."""
+        return self.read_listener.address, self.read_listener.authkey, self.node
 
     def push(self, tenant, streams) -> None:
         self.ingester.push(tenant, streams)

@@ -1,4 +1,4 @@
-"""Pushes to an ingester on the same node over a local socket (svclog/ingester/push_listener.py)
+"""Pushes to an ingester on the same node over a local socket (svclog/ingester/local_listener.py)
 instead of an actor call, which costs a task submission and two RPCs.
 
 Measured on the bench's sequential pushes (1000 lines, ~80 KB payload, one client): the Ray legs of
@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import ray
 
 from svclog.actors.calls import CALL_TIMEOUT_S, call
-from svclog.ingester.push_listener import OK, decode_rejection
+from svclog.ingester.local_listener import OK, decode_rejection
 
 log = logging.getLogger(__name__)
 

@@ -57,7 +57,7 @@ def build_querier(cfg: Config, chunk_cache_bytes: int, index_cache_bytes: int | 
     return Querier(
         index,
         ChunkStore(store, cache_bytes=chunk_cache_bytes),
-        IngesterPool(RingClient(), replication_factor(cfg)),
+        IngesterPool(RingClient(), replication_factor(cfg), local_reads=True),
         querier_settings(cfg),
         deletes=QueryTimeDeletes(DeleteRequestStore(store)),
     )

@@ -152,6 +152,9 @@ class HostedFrontend:
         self._max_queriers = tenant_queriers(cfg)
         # the index and the ingesters read from here: the read facts and the small queries
         self.reader = build_querier(cfg, chunk_cache_bytes=0, index_cache_bytes=FRONTEND_INDEX_CACHE_BYTES)
+        reads = getattr(self.reader.ingesters, "reads", None)  # planning reads over local sockets
+        if reads is not None:
+            telemetry.READ_CHANNELS.sources.append(lambda: reads.sent)
         self._reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="frontend-read")
         self.lane = LocalLane(cfg.frontend.local_query_slots)
         threading.Thread(target=build_tables, name="parser-tables", daemon=True).start()

@@ -64,6 +64,25 @@ class _PushChannelCollector:
 
 PUSH_CHANNELS = _PushChannelCollector()
 REGISTRY.register(PUSH_CHANNELS)
+
+
+class _ReadChannelCollector:
+    """Planning reads this process sent to ingesters over local sockets (svclog/actors/read_channels.py)."""
+
+    def __init__(self) -> None:
+        self.sources: list[Callable[[], int]] = []
+
+    def collect(self):
+        reads = CounterMetricFamily(
+            "svc_query_frontend_channel_reads",
+            "Small queries' planning reads sent to an ingester over a local socket instead of an actor call.",
+        )
+        reads.add_metric([], sum(source() for source in self.sources))
+        return [reads]
+
+
+READ_CHANNELS = _ReadChannelCollector()
+REGISTRY.register(READ_CHANNELS)
 QUERIES = Counter(
     "svc_query_requests", "Query requests by endpoint and status code.", ["endpoint", "status"], registry=REGISTRY
 )

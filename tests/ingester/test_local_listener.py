@@ -9,8 +9,8 @@ import pytest
 
 from svclog.actors.push_channels import PushRejected, SocketLane
 from svclog.ingester.ingester import Ingester, IngesterSettings
+from svclog.ingester.local_listener import LocalListener
 from svclog.ingester.payload import encode_batch
-from svclog.ingester.push_listener import PushListener
 from svclog.model import Labels, LimitError, StreamColumns
 
 
@@ -25,7 +25,7 @@ def _payload(tenant: str, ts: list[int], lines: list[str]) -> bytes:
 
 def test_a_push_over_the_socket_is_applied_and_answered(tmp_path):
     ingester = Ingester(IngesterSettings("i", str(tmp_path / "wal")), Writer())
-    listener = PushListener(ingester.push_payload)
+    listener = LocalListener(ingester.push_payload)
     lane = SocketLane(listener.address, listener.authkey)
     try:
         lane.push(_payload("acme", [1_000, 2_000], ["first", "second"]), timeout_s=5)
@@ -43,7 +43,7 @@ def test_the_handlers_error_comes_back_as_the_pushs_answer_and_the_connection_st
         if payload == b"over":
             raise LimitError("ingestion rate limit exceeded for tenant acme")
 
-    listener = PushListener(handle)
+    listener = LocalListener(handle)
     lane = SocketLane(listener.address, listener.authkey)
     try:
         with pytest.raises(PushRejected) as rejected:
@@ -64,7 +64,7 @@ def test_an_unpicklable_error_still_answers():
     def handle(payload: bytes) -> None:
         raise Odd()
 
-    listener = PushListener(handle)
+    listener = LocalListener(handle)
     lane = SocketLane(listener.address, listener.authkey)
     try:
         with pytest.raises(PushRejected, match="Odd: odd"):
@@ -75,7 +75,7 @@ def test_an_unpicklable_error_still_answers():
 
 
 def test_a_wrong_key_is_refused_and_the_listener_keeps_serving():
-    listener = PushListener(lambda payload: None)
+    listener = LocalListener(lambda payload: None)
     try:
         with pytest.raises(AuthenticationError):
             Client(listener.address, family="AF_UNIX", authkey=b"not the key")
@@ -87,7 +87,7 @@ def test_a_wrong_key_is_refused_and_the_listener_keeps_serving():
 
 
 def test_a_closed_listener_breaks_its_connections():
-    listener = PushListener(lambda payload: None)
+    listener = LocalListener(lambda payload: None)
     lane = SocketLane(listener.address, listener.authkey)
     lane.push(b"x", timeout_s=5)
     listener.close()
@@ -98,7 +98,11 @@ def test_a_closed_listener_breaks_its_connections():
 
 def test_a_push_the_ingester_does_not_answer_in_time_times_out():
     release = threading.Event()
-    listener = PushListener(lambda payload: release.wait(5))
+
+    def slow(payload: bytes) -> None:
+        release.wait(5)
+
+    listener = LocalListener(slow)
     lane = SocketLane(listener.address, listener.authkey)
     try:
         with pytest.raises(TimeoutError):
