@@ -171,12 +171,12 @@ class IngesterPool:
         if self.channels is not None:
             self.channels.close()
 
-    def _fan_out(self, method: str, *args, strict: bool = False, on_cancel=None):
+    def _fan_out(self, method: str, *args, strict: bool = False, on_cancel=None, local: bool = False):
         """`method` on every (healthy) ingester. Failures are tolerated below the replication factor;
         with `strict` an ingester's own SvcError (e.g. a failed flush) is raised. `on_cancel`
         (a QueryGuard's) registers a hook that cancels the calls still running when the query is
         cancelled: a select not started yet never starts, a running one stops at its next stream."""
-        return [result for _, result in self._fan_out_each(method, lambda _: args, strict, on_cancel)]
+        return [result for _, result in self._fan_out_each(method, lambda _: args, strict, on_cancel, local)]
 
     def _fan_out_each(
         self,
@@ -293,7 +293,7 @@ class IngesterPool:
     def stats(self, tenant: str, matchers: tuple[Matcher, ...], start: int, end: int) -> list:
         """Per-stream (labels, entries, bytes, chunks); replicas of a stream count once (the largest)."""
         return largest_replicas(
-            row for result in self._fan_out("stream_stats", tenant, matchers, start, end) for row in result
+            row for result in self._fan_out("stream_stats", tenant, matchers, start, end, local=True) for row in result
         )
 
     def stats_and_rows(
@@ -323,7 +323,7 @@ class IngesterPool:
 
     def data_spans(self, tenant: str) -> list[tuple[int, int]]:
         """The time spans the tenant's entries occupy on any ingester (failures as for a select)."""
-        return [span for result in self._fan_out("data_spans", tenant) for span in result]
+        return [span for result in self._fan_out("data_spans", tenant, local=True) for span in result]
 
     def call_all(self, method: str, *args) -> list:
         return self._fan_out(method, *args, strict=True)

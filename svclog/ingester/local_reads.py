@@ -1,9 +1,11 @@
-"""A small query's planning read over a local socket (local_listener.py) instead of an actor call.
+"""A query's planning reads over a local socket (local_listener.py) instead of actor calls.
 
-The read (`Ingester.stats_and_rows`: a query's read sizes and, when it reads little, its rows) is
-the one ingester round trip of a small query (svclog/querier/prefetched.py). As an actor call it
-waits on Ray's task submission, the ingester's task queue and two RPCs, legs that grew most when
-heavy selects kept the ingester busy (docs/architecture.md, sessions 30-32).
+The reads are a query's facts from the ingesters: its read sizes and, when it reads little, its
+rows (`Ingester.stats_and_rows`, a small query's one ingester round trip:
+svclog/querier/prefetched.py), and the spans its data occupies. As actor calls they waited on Ray's
+task submission, the ingester's task queue and two RPCs, legs that grew most when heavy selects
+kept the ingester busy, and each submission held the gateway's GIL: four heavy queries arriving
+together held up a light one for tens of milliseconds (docs/architecture.md, session 32).
 
 The message is the pickled method name and arguments; only the methods named in `LOCAL_READS`
 are served. The socket takes connections only with the key the ingester's actor call hands out
@@ -16,8 +18,8 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
-# the reads a gateway on this node may send over the socket: small, bounded by the query's deadline
-LOCAL_READS = frozenset({"stats_and_rows"})
+# the reads a gateway on this node may send over the socket: a query's planning facts, small
+LOCAL_READS = frozenset({"stats_and_rows", "stream_stats", "data_spans"})
 
 
 def encode_read(method: str, args: tuple[Any, ...]) -> bytes:
