@@ -401,6 +401,11 @@ class StoreSource:
         out = self.chunks.ruled_out(every, request.start, request.end, probe, fetch)
         return frozenset(every[i].key for i in np.flatnonzero(out).tolist())
 
+    def lines_read(self) -> int:
+        """Lines read so far, before line filters: the ingesters' scans and the store's decoded
+        chunks (chunks the token index ruled out are neither)."""
+        return self.stats.ingester_lines + self.stats.store_lines
+
     def _count_ingester_scan(self, scan: IngesterScan) -> None:
         stats = self.stats
         stats.ingester_lines += scan.head_lines + scan.chunk_lines

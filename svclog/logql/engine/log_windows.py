@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from svclog.logql.engine.guard import QueryGuard, array_bytes
 from svclog.logql.engine.params import QueryParams
-from svclog.logql.source import LogSource, SelectRequest, StreamBlock
+from svclog.logql.source import CountsLinesRead, LogSource, SelectRequest, StreamBlock
 from svclog.logql.stages.batch import LogBatch
 
 FIRST_WINDOW_PARTS = 32  # the first window is 1/32 of the range ...
@@ -49,16 +49,22 @@ def read_in_windows(
     reader = _Reader(params, process, guard)
     width = _first_width(params)
     lo, hi = params.start, params.end  # what is still unread
+    counter = source if isinstance(source, CountsLinesRead) else None
     while lo < hi:
         start, end = (max(lo, hi - width), hi) if reader.backward else (lo, min(hi, lo + width))
         before = reader.total
+        read_before = counter.lines_read() if counter is not None else None
         if reader.feed(_select(source, replace(request, start=start, end=end), guard)):
             break
         if reader.backward:
             hi = start
         else:
             lo = end
-        width = _next_width(width, reader.total - before, params.limit - reader.total)
+        read_nothing = counter is not None and counter.lines_read() == read_before
+        if read_nothing and reader.total == before:
+            width = hi - lo  # nothing read, nothing found: the rest costs as little (CountsLinesRead)
+        else:
+            width = _next_width(width, reader.total - before, params.limit - reader.total)
     return reader.answer_rows()
 
 
