@@ -97,6 +97,11 @@ class ChunkLayout:
         self._decoded = index_bytes is None
 
     @property
+    def index_bytes(self) -> bytes | None:
+        """The token index as the chunk's footer holds it (None: the chunk has none)."""
+        return self._index_bytes
+
+    @property
     def index(self) -> TokenIndex | None:
         # idempotent, so threads sharing a cached layout may race here (the decoded words are a
         # view of the footer's bytes: keeping the bytes costs nothing)

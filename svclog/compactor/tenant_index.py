@@ -19,6 +19,7 @@ import pyarrow as pa
 from svclog.model import Labels
 from svclog.storage import schema
 from svclog.storage.index import ChunkRef, decode_labels, refs_to_table, table_to_bytes
+from svclog.storage.layout_sidecar import SEGMENT_SUFFIX, decode_table, encode_table, kept_rows, sidecar_key
 from svclog.storage.objstore import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ class DayIndex:
         keys: list[str] = []
         refs: dict[str, ChunkRef] = {}
         for key in store.list(schema.index_dir(tenant, day)):
-            if not key.endswith(".arrow"):
+            if not key.endswith(SEGMENT_SUFFIX):
                 continue
             try:
                 data = store.get(key)
@@ -91,7 +92,7 @@ class TenantIndex:
         return sorted(int(n) for n in names if n.lstrip("-").isdigit())
 
     def segment_count(self, day: int) -> int:
-        return sum(1 for k in self.store.list(schema.index_dir(self.tenant, day)) if k.endswith(".arrow"))
+        return sum(1 for k in self.store.list(schema.index_dir(self.tenant, day)) if k.endswith(SEGMENT_SUFFIX))
 
     def day(self, day: int) -> DayIndex:
         found = self._days.get(day)
@@ -127,6 +128,18 @@ class TenantIndex:
                 index.refs[ref.key] = ref
                 index.dirty = True
 
+    def _layouts_of(self, segment_keys: list[str]) -> list[pa.Table]:
+        """The layouts beside the segments, where they have readable ones (layout_sidecar.py)."""
+        tables = []
+        for key in segment_keys:
+            try:
+                tables.append(decode_table(self.store.get(sidecar_key(key))))
+            except FileNotFoundError:
+                continue
+            except Exception as err:  # noqa: BLE001 - a damaged object: the merged segment goes without
+                log.warning("layouts of index segment %s unreadable: %s", key, err)
+        return tables
+
     def commit(self) -> CommitResult:
         """Write each changed (or multi-segment) loaded day as one segment; returns what changed."""
         result = CommitResult()
@@ -140,10 +153,17 @@ class TenantIndex:
             written = None
             if index.refs:
                 table = refs_to_table(sorted(index.refs.values(), key=lambda r: (r.fingerprint, r.min_ts)))
-                written = f"{schema.index_dir(self.tenant, day)}/{self.writer_id}-{uuid.uuid4().hex[:12]}.arrow"
+                written = (
+                    f"{schema.index_dir(self.tenant, day)}/{self.writer_id}-{uuid.uuid4().hex[:12]}{SEGMENT_SUFFIX}"
+                )
+                # the merged segment's layouts first, as a writer's: those its segments had
+                layouts = kept_rows(self._layouts_of(index.segment_keys), index.refs)
+                if layouts.num_rows:
+                    self.store.put(sidecar_key(written), encode_table(layouts))
                 self.store.put(written, table_to_bytes(table))
             for key in index.segment_keys:
                 self.store.delete(key)
+                self.store.delete(sidecar_key(key))  # after its segment: never a segment without its layouts
             result.segments_written += written is not None
             result.segments_removed += len(index.segment_keys)
             result.days.append(day)

@@ -29,6 +29,7 @@ from svclog.model import Labels
 from svclog.storage import schema
 from svclog.storage.index import ChunkRef, SingleFlight, write_index_segment
 from svclog.storage.layout_cache import LayoutCache, LayoutStack
+from svclog.storage.layout_sidecar import SidecarLoader
 from svclog.storage.objstore import ObjectStore
 
 
@@ -77,6 +78,8 @@ class ChunkStore:
         # block bounds and token index of every chunk read, kept apart from (and longer than) the
         # bytes: a chunk its filters rule out is then never fetched again (see layout_cache.py)
         self.layouts = LayoutCache(layout_bytes)
+        # and every layout of a flush from the object beside its index segment, in one GET
+        self.sidecars = SidecarLoader(store, self.layouts)
         # recent probes' lookups in the current stack: (probe, stack, possible blocks), newest last
         self._possible: list[tuple[BlockProbe, LayoutStack, np.ndarray]] = []
         self._cached = 0
@@ -86,6 +89,7 @@ class ChunkStore:
     def put_chunks(self, tenant: str, chunks: list[tuple[Labels, SealedChunk]], writer_id: str) -> list[ChunkRef]:
         """Upload chunks, then their index refs (a ref never points at a missing chunk)."""
         refs = []
+        layouts: dict[str, ChunkLayout] = {}  # written beside the index segment (layout_sidecar.py)
         for whole_labels, whole in chunks:
             keys = []
             for labels, chunk in _split_by_period(whole_labels, whole):
@@ -106,8 +110,10 @@ class ChunkStore:
                 key = schema.chunk_key(tenant, fingerprint, chunk.min_ts, chunk.max_ts, zlib.crc32(data))
                 self.store.put(key, data)
                 keys.append(key)
-                if self.token_index and own_blocks:
-                    chunk.layout = chunk_layout(data)  # the file's blocks are the chunk's
+                if self.token_index:
+                    layouts[key] = chunk_layout(data)
+                    if own_blocks:
+                        chunk.layout = layouts[key]  # the file's blocks are the chunk's
                 refs.append(
                     ChunkRef(
                         labels,
@@ -123,7 +129,7 @@ class ChunkStore:
                 )
             whole.store_keys = tuple(keys)
         if refs:
-            write_index_segment(self.store, tenant, refs, writer_id)
+            write_index_segment(self.store, tenant, refs, writer_id, layouts)
         return refs
 
     def fetch(
@@ -186,7 +192,22 @@ class ChunkStore:
         [start, end) can hold a line `probe` wants, so it need not be fetched at all (its blocks
         are counted into `stats` as a fetch would have). Chunks never read are False: fetch them.
         The probe's lookup over all stacked blocks is kept while the stack stays the same, so the
-        time windows of one query (the caller passes the same probe object) share one."""
+        time windows of one query (the caller passes the same probe object) share one. Chunks not
+        known yet are learned from the layouts beside their index segments first."""
+        stack, possible = self._probed(refs, probe)
+        scan = stats.blocks if stats is not None else BlockScan()
+        return stack.ruled_out([ref.key for ref in refs], start, end, possible, scan)
+
+    def kept_share(self, refs: list[ChunkRef], start: int, end: int, probe: BlockProbe) -> np.ndarray:
+        """Per ref: the share of its blocks in [start, end) a read would decode after the token
+        index (1.0 where the chunk's layout is not known): a planner's estimate of its read."""
+        stack, possible = self._probed(refs, probe)
+        return stack.kept_share([ref.key for ref in refs], start, end, possible)
+
+    def _probed(self, refs: list[ChunkRef], probe: BlockProbe) -> tuple[LayoutStack, np.ndarray]:
+        """The current stack (refs' chunks learned from their segments' layouts where they can
+        be) and the probe's answer per stacked block."""
+        self.sidecars.learn(refs)
         stack = self.layouts.stack()
         possible = None
         with self._lock:
@@ -197,8 +218,7 @@ class ChunkStore:
             possible = probe.may_match(stack.index)
             with self._lock:  # entries of an older stack go: each pins a copy of every filter
                 self._possible = [e for e in self._possible[-7:] if e[1] is stack] + [(probe, stack, possible)]
-        scan = stats.blocks if stats is not None else BlockScan()
-        return stack.ruled_out([ref.key for ref in refs], start, end, possible, scan)
+        return stack, possible
 
     def _opened(self, key: str, data: bytes, lines: bool = True) -> pa.ipc.RecordBatchFileReader:
         """The chunk's opened file (with or without its lines: two readers), kept while its bytes

@@ -19,16 +19,18 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
+from svclog.chunk.format import ChunkLayout
 from svclog.model import Labels, Matcher, labels_match
 from svclog.storage import schema
+from svclog.storage.layout_sidecar import SEGMENT_SUFFIX, encode_table, layouts_table, sidecar_key
 from svclog.storage.objstore import ObjectStore
 
 INDEX_SCHEMA = pa.schema(
@@ -89,6 +91,9 @@ class ChunkRef:
     bytes: int
     compressed: int
     sealed_ns: int = 0
+    # the index segment the ref was read from (its chunks' layouts lie beside it:
+    # layout_sidecar.py); "" when not read from one
+    segment: str = field(default="", compare=False)
 
 
 def encode_labels(labels: Labels) -> str:
@@ -99,8 +104,15 @@ def decode_labels(text: str) -> Labels:
     return Labels(tuple(pair) for pair in json.loads(text))
 
 
-def write_index_segment(store: ObjectStore, tenant: str, refs: list[ChunkRef], writer_id: str) -> list[str]:
-    """Write the refs as one segment per period they touch; returns the keys written."""
+def write_index_segment(
+    store: ObjectStore,
+    tenant: str,
+    refs: list[ChunkRef],
+    writer_id: str,
+    layouts: Mapping[str, ChunkLayout] | None = None,
+) -> list[str]:
+    """Write the refs as one segment per period they touch; returns the keys written. With
+    `layouts` (by chunk key), each segment's chunks' layouts go first, beside it."""
     by_period: dict[int, list[ChunkRef]] = {}
     for ref in refs:
         for period in schema.periods_between(ref.min_ts, ref.max_ts + 1):
@@ -108,7 +120,10 @@ def write_index_segment(store: ObjectStore, tenant: str, refs: list[ChunkRef], w
     keys = []
     for period, period_refs in by_period.items():
         table = refs_to_table(period_refs)
-        key = f"{schema.index_dir(tenant, period)}/{writer_id}-{uuid.uuid4().hex[:12]}.arrow"
+        key = f"{schema.index_dir(tenant, period)}/{writer_id}-{uuid.uuid4().hex[:12]}{SEGMENT_SUFFIX}"
+        known = [(ref.key, layouts[ref.key]) for ref in period_refs if layouts and ref.key in layouts]
+        if known:
+            store.put(sidecar_key(key), encode_table(layouts_table(known)))
         store.put(key, table_to_bytes(table))
         keys.append(key)
     return keys
@@ -145,8 +160,9 @@ class _Segment:
 
     MAX_SELECTORS = 64
 
-    def __init__(self, table: pa.Table):
+    def __init__(self, table: pa.Table, key: str = ""):
         self.table = table
+        self.key = key
         self.streams: dict[int, Labels] = {}
         fps = table.column("fingerprint").to_pylist()
         texts = table.column("labels").to_pylist()
@@ -201,6 +217,7 @@ class _Segment:
                     row["bytes"],
                     row["compressed"],
                     row.get("sealed_ns") or 0,
+                    self.key,
                 )
                 for row in self.table.to_pylist()
             ]
@@ -279,7 +296,7 @@ class IndexReader:
                     data = self.store.get(key)
                 except FileNotFoundError:
                     return None  # removed by the compactor between list and read
-                seg = _Segment(pa.ipc.open_file(pa.BufferReader(data)).read_all())
+                seg = _Segment(pa.ipc.open_file(pa.BufferReader(data)).read_all(), key)
                 with self._lock:
                     self.segments_read += 1
                     if key not in self._cache:
@@ -340,7 +357,7 @@ class IndexReader:
             (tenant, period),
             prefix,
             fresh=fresh,
-            list_fn=lambda: [k for k in self.store.list(prefix) if k.endswith(".arrow")],
+            list_fn=lambda: [k for k in self.store.list(prefix) if k.endswith(SEGMENT_SUFFIX)],
         )
         if memo is not None:
             memo[memo_key] = entry

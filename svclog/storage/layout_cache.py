@@ -75,19 +75,11 @@ class LayoutStack:
         """Per key: True when the chunk is known here and none of its blocks in [start, end) may
         hold a wanted line (`possible`: per stacked block, from the probe). Those chunks need not
         be read; their blocks are counted into `scan` as a read would have counted them."""
-        slot = np.fromiter((self.slots.get(key, -1) for key in keys), dtype=np.int64, count=len(keys))
-        known = np.flatnonzero(slot >= 0)
         out = np.zeros(len(keys), dtype=bool)
-        if not len(known):
+        blocks = self._blocks(keys, start, end, possible)
+        if blocks is None:
             return out
-        counts = self.count[slot[known]]
-        total = int(counts.sum())
-        owner = np.repeat(np.arange(len(known)), counts)
-        blocks = np.repeat(self.first[slot[known]] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        blocks += np.arange(total)
-        in_range = (self.lo[blocks] < end) & (self.hi[blocks] >= start)
-        indexed = in_range & self.indexed[blocks]
-        kept = in_range & (possible[blocks] | ~self.indexed[blocks])
+        known, counts, owner, in_range, kept, indexed = blocks
         any_in_range = np.bincount(owner, weights=in_range, minlength=len(known)) > 0
         any_kept = np.bincount(owner, weights=kept, minlength=len(known)) > 0
         skip = any_in_range & ~any_kept  # a chunk without blocks in range is left to the reader
@@ -98,6 +90,37 @@ class LayoutStack:
         scan.chunks_skipped += int(skip.sum())
         out[known[skip]] = True
         return out
+
+    def kept_share(self, keys: Sequence[str], start: int, end: int, possible: np.ndarray) -> np.ndarray:
+        """Per key: the share of the chunk's blocks in [start, end) a read would decode, those the
+        probe leaves (`possible`), 1.0 for a chunk not known here: what a planner expects a
+        select to read of it (blocks are of about equal size)."""
+        out = np.ones(len(keys), dtype=np.float64)
+        blocks = self._blocks(keys, start, end, possible)
+        if blocks is None:
+            return out
+        known, _, owner, in_range, kept, _ = blocks
+        total = np.bincount(owner, weights=in_range, minlength=len(known))
+        left = np.bincount(owner, weights=kept, minlength=len(known))
+        out[known] = np.divide(left, total, out=np.ones_like(left), where=total > 0)
+        return out
+
+    def _blocks(self, keys: Sequence[str], start: int, end: int, possible: np.ndarray) -> tuple | None:
+        """The known keys' stacked blocks: (positions of the known keys, their block counts, each
+        block's owner among them, in range, kept by the probe, indexed); None: none known."""
+        slot = np.fromiter((self.slots.get(key, -1) for key in keys), dtype=np.int64, count=len(keys))
+        known = np.flatnonzero(slot >= 0)
+        if not len(known):
+            return None
+        counts = self.count[slot[known]]
+        total = int(counts.sum())
+        owner = np.repeat(np.arange(len(known)), counts)
+        blocks = np.repeat(self.first[slot[known]] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+        blocks += np.arange(total)
+        in_range = (self.lo[blocks] < end) & (self.hi[blocks] >= start)
+        indexed = in_range & self.indexed[blocks]
+        kept = in_range & (possible[blocks] | ~self.indexed[blocks])
+        return known, counts, owner, in_range, kept, indexed
 
 
 class LayoutCache:

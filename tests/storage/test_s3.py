@@ -117,9 +117,10 @@ def test_writes_leave_no_directory_objects(s3_store, s3_server):
         )
     )
     schedule_chunk_deletion(store, "t1", [refs[0].key], [schema.period_of(T0)], T0)
-    assert _delta(_settled_counts(s3_server), before) == {"PUT": 7}
-    # 2 chunks, 2 index segments (two days), 1 rule group, 1 delete request, 1 pending-deletion marker
-    assert len(store.list("", recursive=True)) == 7
+    assert _delta(_settled_counts(s3_server), before) == {"PUT": 9}
+    # 2 chunks, 2 index segments (two days) and their chunks' layouts, 1 rule group, 1 delete request,
+    # 1 pending-deletion marker
+    assert len(store.list("", recursive=True)) == 9
     # and nothing in the bucket under this store is an empty "directory"
     infos = s3_server.filesystem().get_file_info(
         pafs.FileSelector(f"{BUCKET}/{store.root.split('/', 1)[1]}", recursive=True)
