@@ -25,6 +25,7 @@ from svclog.config.limits import LimitsConfig
 from svclog.gocompat.humanize import ibytes
 from svclog.logql import ast
 from svclog.logql.engine.guard import smallest_positive
+from svclog.logql.engine.samples import leading_line_filters
 from svclog.logql.rewrite.plan import Plan
 from svclog.model import Matcher, ValidationError
 
@@ -86,14 +87,35 @@ class ReadBudget:
 
 def read_windows(expr: ast.Expr, start: int, end: int, lookback: int) -> list[Window]:
     """Each distinct selector of `expr` with the time it reads for evaluations in [start, end]."""
+    return list(dict.fromkeys(window for window, _ in _window_queries(expr, start, end, lookback)))
+
+
+def window_filters(plan: Plan, windows: Sequence[Window], lookback: int) -> list[tuple[ast.LineFilter, ...]]:
+    """Per window of `windows` (whole_windows), the leading line filters every selector reading
+    it starts with (the filters its selects hand down: the token index can rule chunks out for
+    them); () where its selectors start without one or with different ones."""
+    found: dict[Window, tuple[ast.LineFilter, ...] | None] = {}
+    subs = plan.subqueries
+    if subs:
+        start = min(s.params.start for s in subs)
+        end = max(s.params.end for s in subs)
+        for sub in subs:
+            for window, query in _window_queries(sub.expr, start, end, lookback):
+                filters = leading_line_filters(query)
+                if found.setdefault(window, filters) != filters:
+                    found[window] = None
+    return [found.get(window) or () for window in windows]
+
+
+def _window_queries(expr: ast.Expr, start: int, end: int, lookback: int) -> list[tuple[Window, ast.LogQuery]]:
+    """Each selector's query of `expr` with its window, as read_windows finds the windows."""
     if isinstance(expr, ast.LogQuery):
-        return [(expr.selector.matchers, start - lookback, end)]
-    found: dict[Window, None] = {}
-    for node in ast.walk(expr):
-        if isinstance(node, ast.LogRange):
-            matchers = node.query.selector.matchers
-            found[(matchers, start - node.range - node.offset, end - node.offset)] = None
-    return list(found)
+        return [((expr.selector.matchers, start - lookback, end), expr)]
+    return [
+        ((node.query.selector.matchers, start - node.range - node.offset, end - node.offset), node.query)
+        for node in ast.walk(expr)
+        if isinstance(node, ast.LogRange)
+    ]
 
 
 def step_reach(plan: Plan) -> int:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
+from svclog.chunk.pushdown import block_probe
 from svclog.logql import ast
 from svclog.logql.engine.evaluator import evaluate
 from svclog.logql.engine.guard import QueryGuard, QueryLimits
@@ -140,34 +142,73 @@ class Querier:
         tenants: list[str],
         windows: list[tuple[tuple[Matcher, ...], int, int]],
         guard: QueryGuard | None = None,
-        rows_cap: int = 0,
-        prefetched: Prefetched | None = None,
-        rows_pad: int = 0,
     ) -> list[tuple[int, int]]:
         """(chunks, bytes) the index and the ingesters hold for each (matchers, from, through):
-        what a query's selectors would read, known before any chunk is fetched (read budgets).
-        With `rows_cap` and `prefetched`, the ingesters also send the rows of a window (widened
-        by `rows_pad` on each side) while the query, so far, reads at most `rows_cap` line bytes;
-        they go to `prefetched`."""
-        if rows_cap > 0 and prefetched is not None and hasattr(self.ingesters, "stats_and_rows"):
-            rows = _RowsWithStats(self.ingesters, rows_cap, rows_pad, prefetched, guard)
-        else:
-            rows = None
-        sizes = []
+        what a query's selectors would read, known before any chunk is fetched (read budgets)."""
+        return [(read.chunks, read.bytes) for read in self._window_reads(tenants, windows, guard)]
+
+    def _window_reads(
+        self,
+        tenants: list[str],
+        windows: list[tuple[tuple[Matcher, ...], int, int]],
+        guard: QueryGuard | None = None,
+        rows: _RowsWithStats | None = None,
+        filters: Sequence[tuple] = (),
+    ) -> list[WindowRead]:
+        """`read_sizes` of each window and, where `filters` gives the window's leading line
+        filters, the bytes left once the token index rules out the chunks that cannot hold a
+        line they keep (`WindowRead.probed_bytes`). With `rows`, the ingesters also send the rows
+        of a window while the query, so far, reads little after the token index (they go to
+        `rows.prefetched`)."""
+        reads = []
         with listing_snapshot():  # one index LIST per day for all the windows
-            for matchers, start, end in windows:
-                if rows is None:
-                    found = index_stats(self.index, self.ingesters, tenants, matchers, start, end, guard)
-                    sizes.append((found["chunks"], found["bytes"]))
-                    continue
+            for position, (matchers, start, end) in enumerate(windows):
+                line_filters = filters[position] if position < len(filters) else ()
                 # the index's part first: rows are asked only while the query stays small
-                found = index_stats(self.index, None, tenants, matchers, start, end, guard)
-                rows.spent += found["bytes"]
-                stats = [row for tenant in tenants for row in rows.stats(tenant, matchers, start, end)]
-                sizes.append(
-                    (found["chunks"] + sum(row[3] for row in stats), found["bytes"] + sum(row[2] for row in stats))
-                )
-        return sizes
+                read = self._index_read(tenants, matchers, start, end, line_filters, guard)
+                if rows is not None:
+                    rows.spent += read.probed_bytes
+                for tenant in tenants:
+                    if guard is not None:
+                        guard.check()
+                    if rows is not None:
+                        found = rows.stats(tenant, matchers, start, end)
+                    elif self.ingesters is not None:
+                        found = cast(Any, self.ingesters).stats(tenant, matchers, start, end)
+                    else:
+                        found = []
+                    read = read.plus_ingesters(sum(row[3] for row in found), sum(row[2] for row in found))
+                reads.append(read)
+        return reads
+
+    def _index_read(
+        self,
+        tenants: list[str],
+        matchers: tuple[Matcher, ...],
+        start: int,
+        end: int,
+        line_filters: tuple,
+        guard: QueryGuard | None,
+    ) -> WindowRead:
+        """The index's part of a window's read: its chunks and their bytes, and the bytes of the
+        blocks the token index leaves of them (the chunk store's known layouts: chunk/pushdown.py)."""
+        probe = block_probe(line_filters) if line_filters else None
+        chunks = size = probed = 0
+        for tenant in tenants:
+            if guard is not None:
+                guard.check()
+            refs = [
+                ref for chunk_refs in self.index.chunk_refs(tenant, matchers, start, end).values() for ref in chunk_refs
+            ]
+            total = sum(ref.bytes for ref in refs)
+            chunks += len(refs)
+            size += total
+            if probe is not None and refs:  # the blocks it leaves of each chunk
+                shares = self.chunks.kept_share(refs, start, end, probe)
+                probed += int(sum(ref.bytes * share for ref, share in zip(refs, shares.tolist())))
+            else:
+                probed += total
+        return WindowRead(chunks, size, probed)
 
     def read_facts(
         self,
@@ -177,21 +218,26 @@ class Querier:
         guard: QueryGuard | None = None,
         rows_cap: int = 0,
         rows_pad: int = 0,
+        filters: Sequence[tuple] = (),
     ) -> ReadFacts:
         """What the frontend learns before it sends a query's sub-queries, in one call: where the
-        tenants hold data within `window` (None: not asked, or unknown), the read sizes of
-        `windows` (its budgets) and, with `rows_cap`, the ingesters' rows of the windows that
-        read little (`read_sizes`; `rows_pad`: the query's step, by which a metric query's
-        evaluation times reach past its range)."""
+        tenants hold data within `window` (None: not asked, or unknown), what `windows` read (their
+        budgets; with `filters`, each window's leading line filters, also what they read once the
+        token index has ruled chunks out) and, with `rows_cap`, the ingesters' rows of the windows
+        that read little (`rows_pad`: the query's step, by which a metric query's evaluation times
+        reach past its range)."""
         prefetched = Prefetched()
+        if rows_cap > 0 and hasattr(self.ingesters, "stats_and_rows"):
+            rows = _RowsWithStats(self.ingesters, rows_cap, rows_pad, prefetched, guard)
+        else:
+            rows = None
         if window is None or not windows:
             spans = self.data_spans(tenants, *window) if window is not None else None
-            sizes = self.read_sizes(tenants, windows, guard, rows_cap, prefetched, rows_pad)
-            return ReadFacts(spans, sizes, prefetched)
+            return ReadFacts(spans, self._window_reads(tenants, windows, guard, rows, filters), prefetched)
         # both wait on the ingesters (Ray calls, the GIL released): one round trip, not two
         pending = _FACTS_POOL.submit(self.data_spans, tenants, *window)
-        sizes = self.read_sizes(tenants, windows, guard, rows_cap, prefetched, rows_pad)
-        return ReadFacts(pending.result(), sizes, prefetched)
+        reads = self._window_reads(tenants, windows, guard, rows, filters)
+        return ReadFacts(pending.result(), reads, prefetched)
 
     def volume(
         self,
@@ -230,9 +276,20 @@ class Querier:
 _FACTS_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="read-facts")
 
 
+class WindowRead(NamedTuple):
+    """What one window of a query reads (store and ingesters), known before any chunk is read."""
+
+    chunks: int
+    bytes: int
+    probed_bytes: int  # once the token index has ruled out chunks (the ingesters' bytes whole)
+
+    def plus_ingesters(self, chunks: int, size: int) -> WindowRead:
+        return WindowRead(self.chunks + chunks, self.bytes + size, self.probed_bytes + size)
+
+
 class ReadFacts(NamedTuple):
     spans: list[Span] | None  # where the tenants hold data (None: not asked, or unknown)
-    sizes: list[tuple[int, int]]  # (chunks, bytes) of each window asked
+    reads: list[WindowRead]  # of each window asked
     prefetched: Prefetched  # the ingesters' rows of the windows that read little
 
 

@@ -34,7 +34,15 @@ from svclog.config import Config, limits_for, replication_factor
 from svclog.cpu_priority import GATEWAY_SWITCH_INTERVAL_S, lowered, share_the_gil
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
-from svclog.frontend.budgets import BudgetCheck, QueryTooLarge, ReadBudget, ReadSize, step_reach, whole_windows
+from svclog.frontend.budgets import (
+    BudgetCheck,
+    QueryTooLarge,
+    ReadBudget,
+    ReadSize,
+    step_reach,
+    whole_windows,
+    window_filters,
+)
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.local_lane import LocalLane
 from svclog.frontend.results_cache import results_cache_options
@@ -327,12 +335,14 @@ class HostedFrontend:
             found = await self._read_here(limits, lambda guard: self.reader.read_sizes(tenants, more, guard))
             return [ReadSize(chunks, size) for chunks, size in found]
 
+        filters = window_filters(plan, windows, self.cfg.querier.engine.max_look_back_period)
         try:
-            spans, whole, prefetched = await self._read_here(
-                limits, lambda guard: self.reader.read_facts(tenants, window, windows, guard, rows_cap, rows_pad)
+            spans, reads, prefetched = await self._read_here(
+                limits,
+                lambda guard: self.reader.read_facts(tenants, window, windows, guard, rows_cap, rows_pad, filters),
             )
-            if check is not None:
-                await check.run(sizes, whole=[ReadSize(chunks, size) for chunks, size in whole])
+            if check is not None:  # on what the index says, as the reference's: the token index aside
+                await check.run(sizes, whole=[ReadSize(read.chunks, read.bytes) for read in reads])
         except QueryTooLarge:
             raise
         except Exception as err:  # noqa: BLE001 - unknown extent and sizes: send everything
@@ -340,7 +350,9 @@ class HostedFrontend:
                 raise
             log.debug("data spans or read sizes unknown, sending every sub-query: %s", err)
             return {}, None, None
-        read_bytes = sum(size for _, size in whole) if windows else None
+        # what the query reads once the token index has ruled chunks out: a needle over a day of
+        # logs reads little, and runs here (the local lane) in one select, not lowered
+        read_bytes = sum(read.probed_bytes for read in reads) if windows else None
         if window is None:
             return {}, read_bytes, prefetched
         return await asyncio.to_thread(self.frontend.answered_without_data, plan, spans), read_bytes, prefetched

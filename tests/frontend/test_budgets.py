@@ -182,9 +182,11 @@ def test_one_querier_call_gives_data_spans_and_read_sizes(backend):
     """One call (one to each ingester) answers what the separate calls answer, window by window."""
     query = 'count_over_time({app="budget"}[1m]) / count_over_time({app="budget", pod="p0"}[5m])'
     windows = read_windows(parse(query), T0, T0 + 2 * HOUR, LOOKBACK)
-    spans, sizes, prefetched = backend.querier.read_facts(["acme"], (T0, T0 + 2 * HOUR), windows)
+    spans, reads, prefetched = backend.querier.read_facts(["acme"], (T0, T0 + 2 * HOUR), windows)
     assert spans == backend.querier.data_spans(["acme"], T0, T0 + 2 * HOUR)
+    sizes = [(read.chunks, read.bytes) for read in reads]
     assert sizes == backend.querier.read_sizes(["acme"], windows)
+    assert all(read.probed_bytes == read.bytes for read in reads)  # no line filter: nothing ruled out
     assert len(sizes) == 2 and sizes[0] != sizes[1] and all(size > 0 for _, size in sizes)
     assert not prefetched.rows  # no rows asked for
     assert backend.querier.read_facts(["acme"], None, [])[0] is None

@@ -14,7 +14,7 @@ from svclog.frontend.local_lane import LocalLane
 from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.rewrite.subquery import evaluate_subquery
 from svclog.querier.prefetched import Prefetched
-from svclog.querier.querier import PartialResult, ReadFacts
+from svclog.querier.querier import PartialResult, ReadFacts, WindowRead
 from svclog.querier.request import RangeRequest
 from svclog.querier.source import SourceStats
 from svclog.serve.deployments import HostedFrontend
@@ -29,8 +29,10 @@ SOURCE = MemorySource.from_dicts([({"app": "x"}, [(ts, f"line {ts} level=info") 
 class _Reader:
     """The frontend's own querier: sizes as told, pieces evaluated over SOURCE."""
 
-    def __init__(self, read_bytes: int, hold: threading.Event | None = None):
+    def __init__(self, read_bytes: int, hold: threading.Event | None = None, probed_bytes: int | None = None):
         self.read_bytes = read_bytes
+        self.probed_bytes = read_bytes if probed_bytes is None else probed_bytes  # after the token index
+        self.filters: list = []  # the line filters each planning read was given, per window
         self.hold = hold  # execute waits on it (or its guard's cancellation)
         self.executed = 0
         self.stopped = threading.Event()
@@ -39,9 +41,10 @@ class _Reader:
         self.prefetched = Prefetched()  # the rows that read brought
         self.handed: set[int] = set()  # ids of the prefetched rows the pieces ran with
 
-    def read_facts(self, tenants, window, windows, guard, rows_cap=0, rows_pad=0):
+    def read_facts(self, tenants, window, windows, guard, rows_cap=0, rows_pad=0, filters=()):
         self.rows_caps.append(rows_cap)
-        sizes = [(1, self.read_bytes)] + [(0, 0)] * (len(windows) - 1)
+        self.filters.append(filters)
+        sizes = [WindowRead(1, self.read_bytes, self.probed_bytes)] + [WindowRead(0, 0, 0)] * (len(windows) - 1)
         return ReadFacts([(STAMPS[0], STAMPS[-1])], sizes, self.prefetched)
 
     def execute(self, tenants, sub, guard, prefetched=None):
@@ -107,6 +110,21 @@ def test_a_query_over_the_tenants_limit_goes_to_the_queriers() -> None:
     frontend = _Frontend(_Reader(read_bytes=2_000_000), "-limits.local-query-max-bytes=1MB")
     _ask(frontend, QUERIES[0])
     assert frontend.sent >= 2 and frontend.reader.executed == 0 and frontend.lane.taken == 0
+
+
+def test_a_needle_the_token_index_rules_out_everywhere_runs_here() -> None:
+    """What decides is what the query reads once the token index has ruled chunks out: a needle
+    over a large range reads little. The pieces carry that figure (they are not lowered, and a
+    log query reads its range at once)."""
+    needle = '{app="x"} |= "0123456789abcdef"'
+    frontend = _Frontend(_Reader(read_bytes=50_000_000, probed_bytes=20_000))
+    _ask(frontend, needle)
+    assert frontend.sent == 0 and frontend.lane.taken == 1 and frontend.reader.told == {20_000}
+    [[filters]] = frontend.reader.filters  # the planning read was told the selector's line filter
+    assert [value.value for node in filters for value in node.values] == ["0123456789abcdef"]
+    common = _Frontend(_Reader(read_bytes=50_000_000, probed_bytes=45_000_000))
+    _ask(common, '{app="x"} |= "level"')
+    assert common.sent >= 2 and common.lane.taken == 0 and common.told == {45_000_000}
 
 
 def test_no_rows_are_asked_for_when_the_tenant_has_no_seat() -> None:

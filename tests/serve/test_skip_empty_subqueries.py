@@ -12,7 +12,7 @@ from svclog.frontend.local_lane import LocalLane
 from svclog.logql.engine.memory_source import MemorySource
 from svclog.logql.rewrite.subquery import evaluate_subquery
 from svclog.querier.prefetched import Prefetched
-from svclog.querier.querier import PartialResult, ReadFacts
+from svclog.querier.querier import PartialResult, ReadFacts, WindowRead
 from svclog.querier.request import RangeRequest
 from svclog.querier.source import SourceStats
 from svclog.serve.deployments import HostedFrontend
@@ -29,11 +29,11 @@ class _Reader:
     def __init__(self, spans):
         self.spans, self.asked = spans, []
 
-    def read_facts(self, tenants, window, windows, guard, rows_cap=0, rows_pad=0):
+    def read_facts(self, tenants, window, windows, guard, rows_cap=0, rows_pad=0, filters=()):
         self.asked.append("read_facts")
         if isinstance(self.spans, Exception):
             raise self.spans
-        return ReadFacts(self.spans, [(0, 0)] * len(windows), Prefetched())
+        return ReadFacts(self.spans, [WindowRead(0, 0, 0)] * len(windows), Prefetched())
 
 
 class _Frontend(HostedFrontend):
