@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import time
 
@@ -197,3 +198,36 @@ def test_a_small_query_runs_in_the_frontend_with_the_queriers_answer(svc):
         here.pop("stats")
         there.pop("stats")
         assert here == there and here["result"], query
+
+
+PADDING = "msg=request served to the client after checking its session, its quota and its rate"
+
+
+def test_a_needle_over_flushed_chunks_runs_in_the_frontend(svc):
+    """The flush writes its chunks' layouts beside its index segment; the frontend's planning
+    read learns them and finds that a needle leaves ~one block of ~2.5 MB to read, so it runs the
+    query itself (counted in /metrics), while a filter the token index cannot decide goes to the
+    queriers. Both answers are whole."""
+    per_stream = 4000
+    ids = [hashlib.sha1(f"{s}/{i}".encode()).hexdigest() for s in range(4) for i in range(per_stream)]
+
+    def line(stream: int, i: int) -> str:
+        return f"level=info stream={stream} trace_id={ids[stream * per_stream + i]} took={i % 97}ms {PADDING}"
+
+    for stream in range(4):
+        values = [[str(BASE + i * 10**9), line(stream, i)] for i in range(per_stream)]
+        pushed = _push_json(svc, "e2e-needle", [{"stream": {"app": "needle", "s": str(stream)}, "values": values}])
+        assert pushed.status_code == 204, pushed.text
+    assert httpx.post(svc.url + "/flush", timeout=60).status_code == 204
+    deadline = time.monotonic() + 60  # until the store alone holds them (and every listing shows them)
+    while "svc_ingester_memory_chunks 0.0" not in httpx.get(svc.url + "/metrics").text:
+        assert time.monotonic() < deadline, "the ingesters still hold chunks a minute after the flush"
+        time.sleep(0.5)
+    before = _local_queries(svc)
+    data = _query(svc, "e2e-needle", f'{{app="needle"}} |= "{ids[2 * per_stream + 1234]}"', limit="100")
+    assert _lines(data) == [line(2, 1234)]
+    assert _local_queries(svc) == before + 1
+    assert data["stats"]["store"]["blocksSkippedByTokenIndex"] > 0
+    data = _query(svc, "e2e-needle", '{app="needle"} |= "took=5ms"', limit="1000")
+    assert len(_lines(data)) == 4 * len(range(5, per_stream, 97))
+    assert _local_queries(svc) == before + 1  # ~2.5 MB to read: the queriers'
