@@ -23,7 +23,7 @@ from svclog.logql import ast
 from svclog.logql.source import StreamBlock
 from svclog.logql.stages.line_filter import line_filter_mask
 from svclog.model import Labels, Matcher, SvcError, labels_match
-from svclog.storage.index import SingleFlight
+from svclog.storage.single_flight import SingleFlight
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import pyarrow as pa
 from svclog.model import Labels
 from svclog.storage import schema
 from svclog.storage.index import ChunkRef, decode_labels, refs_to_table, table_to_bytes
-from svclog.storage.layout_sidecar import SEGMENT_SUFFIX, decode_table, encode_table, kept_rows, sidecar_key
+from svclog.storage.layout_sidecar import SEGMENT_SUFFIX, encode_table, kept_rows, read_layouts, sidecar_key
 from svclog.storage.objstore import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -128,18 +128,6 @@ class TenantIndex:
                 index.refs[ref.key] = ref
                 index.dirty = True
 
-    def _layouts_of(self, segment_keys: list[str]) -> list[pa.Table]:
-        """The layouts beside the segments, where they have readable ones (layout_sidecar.py)."""
-        tables = []
-        for key in segment_keys:
-            try:
-                tables.append(decode_table(self.store.get(sidecar_key(key))))
-            except FileNotFoundError:
-                continue
-            except Exception as err:  # noqa: BLE001 - a damaged object: the merged segment goes without
-                log.warning("layouts of index segment %s unreadable: %s", key, err)
-        return tables
-
     def commit(self) -> CommitResult:
         """Write each changed (or multi-segment) loaded day as one segment; returns what changed."""
         result = CommitResult()
@@ -157,7 +145,8 @@ class TenantIndex:
                     f"{schema.index_dir(self.tenant, day)}/{self.writer_id}-{uuid.uuid4().hex[:12]}{SEGMENT_SUFFIX}"
                 )
                 # the merged segment's layouts first, as a writer's: those its segments had
-                layouts = kept_rows(self._layouts_of(index.segment_keys), index.refs)
+                olds = [read_layouts(self.store, key) for key in index.segment_keys]
+                layouts = kept_rows([t for t in olds if t is not None], index.refs)
                 if layouts.num_rows:
                     self.store.put(sidecar_key(written), encode_table(layouts))
                 self.store.put(written, table_to_bytes(table))

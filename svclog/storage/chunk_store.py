@@ -27,10 +27,11 @@ from svclog.chunk.head import SealedChunk
 from svclog.chunk.pushdown import BlockProbe
 from svclog.model import Labels
 from svclog.storage import schema
-from svclog.storage.index import ChunkRef, SingleFlight, write_index_segment
+from svclog.storage.index import ChunkRef, write_index_segment
 from svclog.storage.layout_cache import LayoutCache, LayoutStack
 from svclog.storage.layout_sidecar import SidecarLoader
 from svclog.storage.objstore import ObjectStore
+from svclog.storage.single_flight import SingleFlight
 
 
 @dataclass

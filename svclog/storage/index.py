@@ -32,6 +32,7 @@ from svclog.model import Labels, Matcher, labels_match
 from svclog.storage import schema
 from svclog.storage.layout_sidecar import SEGMENT_SUFFIX, encode_table, layouts_table, sidecar_key
 from svclog.storage.objstore import ObjectStore
+from svclog.storage.single_flight import SingleFlight
 
 INDEX_SCHEMA = pa.schema(
     [
@@ -229,22 +230,6 @@ class _Listing:
     keys: list[str]
     listed_at: float
     generation: int  # the store's writes under the prefix in this process when it was listed
-
-
-class SingleFlight:
-    """One lock per key being loaded: concurrent misses of the same key wait for one request."""
-
-    def __init__(self):
-        self._locks: dict[object, threading.Lock] = {}
-        self._lock = threading.Lock()
-
-    def gate(self, key: object) -> threading.Lock:
-        with self._lock:
-            return self._locks.setdefault(key, threading.Lock())
-
-    def done(self, key: object) -> None:
-        with self._lock:
-            self._locks.pop(key, None)
 
 
 class IndexReader:

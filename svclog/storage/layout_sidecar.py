@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from svclog.chunk.format import ChunkLayout
 from svclog.storage.layout_cache import LayoutCache
 from svclog.storage.objstore import ObjectStore
+from svclog.storage.single_flight import SingleFlight
 
 if TYPE_CHECKING:
     from svclog.storage.index import ChunkRef
@@ -90,6 +91,17 @@ def table_layouts(table: pa.Table) -> list[tuple[str, ChunkLayout]]:
     return out
 
 
+def read_layouts(store: ObjectStore, segment_key: str) -> pa.Table | None:
+    """The layouts beside a segment; None when it has none, or none readable (then logged)."""
+    try:
+        return decode_table(store.get(sidecar_key(segment_key)))
+    except FileNotFoundError:
+        return None
+    except Exception as err:  # noqa: BLE001 - a damaged object: its chunks are fetched instead
+        log.warning("layouts of index segment %s unreadable: %s", segment_key, err)
+        return None
+
+
 def kept_rows(tables: Iterable[pa.Table], keys: Iterable[str]) -> pa.Table:
     """The rows of `tables` for the chunk keys in `keys`, each key once: a merged segment's
     layouts from the layouts of the segments it replaces."""
@@ -117,7 +129,7 @@ class SidecarLoader:
         self.read = 0  # layouts objects read
         self._tried: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
-        self._loading: dict[str, threading.Lock] = {}
+        self._loading = SingleFlight()
 
     def learn(self, refs: Sequence[ChunkRef]) -> None:
         """Make the layouts of `refs`' segments known, where the segments have them."""
@@ -129,24 +141,19 @@ class SidecarLoader:
             self._load(segment)
 
     def _load(self, segment: str) -> None:
-        with self._lock:
-            gate = self._loading.setdefault(segment, threading.Lock())
-        with gate:  # concurrent sub-queries meeting the same segment make one GET
-            with self._lock:
-                if segment in self._tried:
-                    return
+        with self._loading.gate(segment):  # concurrent sub-queries meeting the same segment make one GET
             try:
-                found = table_layouts(decode_table(self.store.get(sidecar_key(segment))))
-            except FileNotFoundError:
-                found = []
-            except Exception as err:  # noqa: BLE001 - a damaged object: fetch the chunks instead
-                log.warning("layouts of index segment %s unreadable: %s", segment, err)
-                found = []
-            for key, layout in found:
-                self.layouts.put(key, layout)
-            with self._lock:
-                self.read += bool(found)
-                self._tried[segment] = None
-                while len(self._tried) > self.MAX_REMEMBERED:
-                    self._tried.popitem(last=False)
-                self._loading.pop(segment, None)
+                with self._lock:
+                    if segment in self._tried:
+                        return
+                table = read_layouts(self.store, segment)
+                found = table_layouts(table) if table is not None else []
+                for key, layout in found:
+                    self.layouts.put(key, layout)
+                with self._lock:
+                    self.read += bool(found)
+                    self._tried[segment] = None
+                    while len(self._tried) > self.MAX_REMEMBERED:
+                        self._tried.popitem(last=False)
+            finally:
+                self._loading.done(segment)
