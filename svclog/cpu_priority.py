@@ -359,3 +359,82 @@ def share_the_gil(interval_s: float = QUERY_SWITCH_INTERVAL_S) -> None:
     """Hand this process's GIL over every `interval_s` (it hosts a querier, or the gateway), or
     sooner where it already does (a process hosting both keeps the querier's)."""
     sys.setswitchinterval(min(interval_s, sys.getswitchinterval()))
+
+
+# How long a large query's merge in the gateway waits for small queries at one of its checkpoints
+# (`give_way`): a 100000-line answer passes ~14 of them, so with small queries in flight without
+# a break it ends at most ~0.3 s later.
+FOREGROUND_PAUSE_S = 0.02
+
+
+class ForegroundGate:
+    """Small queries first at the gateway's GIL. A large query's merge and answer encoding in the
+    gateway run at a lowered CPU priority (`lowered`), but a niceness does not reach the GIL: their
+    Python steps between kernels, ~1 ms each, held a small query's thread up at each of its own
+    steps, 2-7 ms per wait under four concurrent 100000-line selects (session 36, tracing a light
+    query's planning read and select). Work that may be large registers as foreground until it is
+    known to be large (`enter`, then `leave`); work known to be large runs `background()` and calls
+    `give_way()` between its steps, which waits while foreground work is in flight, at most
+    `max_pause_s` each time."""
+
+    def __init__(self, max_pause_s: float = FOREGROUND_PAUSE_S):
+        self.max_pause_s = max_pause_s
+        self._changed = threading.Condition()
+        self._in_flight = 0
+        self.pauses = 0  # checkpoints that found foreground work in flight
+
+    def enter(self) -> ForegroundWork:
+        """Foreground work begins; it ends with the answer's `leave()`."""
+        with self._changed:
+            self._in_flight += 1
+        return ForegroundWork(self)
+
+    def _left(self) -> None:
+        with self._changed:
+            self._in_flight -= 1
+            if not self._in_flight:
+                self._changed.notify_all()
+
+    def pause(self) -> None:
+        """Wait while foreground work is in flight, at most `max_pause_s`."""
+        if not self._in_flight:  # read without the lock: a stale answer costs one checkpoint
+            return
+        with self._changed:
+            if self._in_flight:
+                self.pauses += 1
+                self._changed.wait_for(lambda: not self._in_flight, self.max_pause_s)
+
+    @contextmanager
+    def background(self) -> Iterator[None]:
+        """The block's `give_way()` checkpoints (on this thread) pause for this gate's foreground."""
+        previous = getattr(_BACKGROUND, "gate", None)
+        _BACKGROUND.gate = self
+        try:
+            yield
+        finally:
+            _BACKGROUND.gate = previous
+
+
+class ForegroundWork:
+    """One piece of foreground work at a ForegroundGate; `leave()` ends it (again: nothing)."""
+
+    def __init__(self, gate: ForegroundGate):
+        self._gate = gate
+        self._left = False
+
+    def leave(self) -> None:
+        if not self._left:
+            self._left = True
+            self._gate._left()
+
+
+_BACKGROUND = threading.local()
+
+
+def give_way() -> None:
+    """A checkpoint in work that may be large (merging partial answers, writing an answer's JSON):
+    run inside `ForegroundGate.background()`, it waits there for the gate's foreground work;
+    elsewhere (a querier's own merges, a small query) it returns at once."""
+    gate: ForegroundGate | None = getattr(_BACKGROUND, "gate", None)
+    if gate is not None:
+        gate.pause()

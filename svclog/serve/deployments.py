@@ -31,7 +31,7 @@ from svclog.actors.service_clients import (
     SchedulerClient,
 )
 from svclog.config import Config, limits_for, replication_factor
-from svclog.cpu_priority import GATEWAY_SWITCH_INTERVAL_S, lowered, share_the_gil
+from svclog.cpu_priority import GATEWAY_SWITCH_INTERVAL_S, ForegroundGate, lowered, share_the_gil
 from svclog.distributor.distributor import Distributor
 from svclog.distributor.tee import SampledTee
 from svclog.frontend.budgets import (
@@ -158,6 +158,8 @@ class HostedFrontend:
         self._in_flight = 0  # queries this replica runs now: the planner shards only onto idle queriers
         self._tenants_busy: collections.Counter[str] = collections.Counter()  # tenant keys with queries in flight
         self._max_queriers = tenant_queriers(cfg)
+        # a query is foreground until its read facts show it large; large ones' merges give way
+        self.foreground = ForegroundGate()
         # the index and the ingesters read from here: the read facts and the small queries
         self.reader = build_querier(cfg, chunk_cache_bytes=0, index_cache_bytes=FRONTEND_INDEX_CACHE_BYTES)
         reads = getattr(self.reader.ingesters, "reads", None)  # planning reads over local sockets
@@ -258,6 +260,7 @@ class HostedFrontend:
         self._in_flight += 1  # only the event loop's thread counts: no lock
         key = "|".join(tenants)
         self._tenants_busy[key] += 1
+        foreground = self.foreground.enter()
         try:
             plan = self.frontend.plan(request, busy=self._in_flight - 1)
             began = time.perf_counter()
@@ -267,6 +270,8 @@ class HostedFrontend:
                 else self.frontend.lookup(tenants, plan)  # nothing to look up: no thread hop
             )
             empty, read_bytes, prefetched = await self._before_sending(tenants, plan, limits)
+            if reads_much(read_bytes):
+                foreground.leave()
             done = {**empty, **cached.hits}
             todo = [i for i in range(len(plan.subqueries)) if i not in done]
             subs = [plan.subqueries[i].reading(read_bytes) for i in todo]
@@ -279,7 +284,7 @@ class HostedFrontend:
             queue = max((p.stats.extra.get("queue_seconds", 0.0) for p in partials), default=0.0)
             counters = cached.counters if self.frontend.results_cache is not None else None
             # merging is CPU work: off the event loop, which also serves pushes; a large query's
-            # gives way to small queries' and pushes' (subs carry what the query reads)
+            # gives way to small queries' and pushes' on the CPU, and to small queries at the GIL
             respond = self._respond_lowered if reads_much(read_bytes) else self.frontend.respond
             return await asyncio.to_thread(
                 respond, plan, partials, time.perf_counter() - began, queue, counters, request.encoded_values
@@ -292,13 +297,14 @@ class HostedFrontend:
                 raise
             return reply
         finally:
+            foreground.leave()
             self._in_flight -= 1
             self._tenants_busy[key] -= 1
             if self._tenants_busy[key] <= 0:
                 del self._tenants_busy[key]
 
     def _respond_lowered(self, *args) -> dict:
-        with lowered():
+        with lowered(), self.foreground.background():
             return self.frontend.respond(*args)
 
     def _budget_check(self, tenants, plan) -> BudgetCheck | None:

@@ -12,6 +12,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from svclog.cpu_priority import give_way
 from svclog.logql.engine.json_strings import json_string_bodies
 from svclog.logql.engine.result import (
     EntryLabels,
@@ -185,6 +186,7 @@ class EncodedValues:
                 batch.append((row, at, end))
                 size += end - at
                 if size >= BATCH_ENTRIES:
+                    give_way()  # a large answer in the gateway waits for small queries between batches
                     cls._append_parts(batch, entries(batch), out)
                     batch, size = [], 0
         if batch:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from svclog.cpu_priority import give_way
 from svclog.logql.engine.params import QueryParams
 from svclog.logql.engine.result import NO_ENTRY_LABELS, Stream, StreamsResult
 from svclog.model import Labels
@@ -20,6 +21,7 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     streams = [s for part in partials for s in part.streams if len(s.ts)]
     if not streams or params.limit == 0:
         return StreamsResult([])
+    give_way()  # between the steps of a large merge in the gateway, small queries go first
     keys: list[Labels] = sorted({s.labels for s in streams})
     rank = {lb: i for i, lb in enumerate(keys)}
     ts = np.concatenate([np.asarray(s.ts, dtype=np.int64) for s in streams])
@@ -30,6 +32,7 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     entry_labels = (
         [e for s in streams for e in (s.entry_labels or [NO_ENTRY_LABELS] * len(s.ts))] if categorized else None
     )
+    give_way()
     arrival = np.arange(len(ts))
     newest_first = params.direction == "backward"
     order = np.lexsort((arrival, sid, -ts if newest_first else ts))[: params.limit]
@@ -40,7 +43,9 @@ def merge_streams(partials: list[StreamsResult], params: QueryParams) -> Streams
     picked = sid[order]
     by_series = np.argsort(picked, kind="stable")
     groups, rows_all = picked[by_series], order[by_series]
+    give_way()
     picked_lines = lines.take(pa.array(rows_all))  # one kernel for all series, the GIL let go
+    give_way()
     bounds = np.flatnonzero(np.diff(groups)) + 1
     out = []
     for lo, hi in zip([0, *bounds.tolist()], [*bounds.tolist(), len(rows_all)]):

@@ -110,3 +110,20 @@ def test_vector_reads_as_per_sample_encoding():
     ]
     expected = [{"metric": s.labels.to_dict(), "value": [sample_time(s.ts), format_value(s.value)]} for s in samples]
     assert result_to_json(VectorResult(samples))["result"] == expected
+
+
+def test_a_large_answer_written_as_background_work_gives_way_between_batches():
+    from svclog.cpu_priority import ForegroundGate
+    from svclog.logql.engine.json_codec import BATCH_ENTRIES
+
+    points = 3 * BATCH_ENTRIES
+    result = MatrixResult(
+        [Series(Labels([("a", "b")]), np.arange(1, points + 1) * 10**9, np.arange(points, dtype=float))]
+    )
+    gate = ForegroundGate(max_pause_s=0.01)
+    small_query = gate.enter()
+    with gate.background():
+        encoded = answer_to_json(result, encoded_values=True)
+    small_query.leave()
+    assert gate.pauses >= 2  # a checkpoint before each later batch
+    assert json_body.dumps(encoded) == orjson.dumps(result_to_json(result))

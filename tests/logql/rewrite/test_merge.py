@@ -102,3 +102,16 @@ def test_combine_of_nothing() -> None:
     assert len(combine([], Combine.SUM, 4)) == 0
     empty = SeriesSet.empty(4)
     assert len(combine([empty, empty], Combine.MAX, 4)) == 0
+
+
+def test_a_merge_run_as_background_work_gives_way_at_its_steps_and_answers_the_same() -> None:
+    from svclog.cpu_priority import ForegroundGate
+
+    partials = [StreamsResult([stream(A, (9, "a9"), (5, "a5"))]), StreamsResult([stream(B, (8, "b8"))])]
+    gate = ForegroundGate(max_pause_s=0.02)
+    small_query = gate.enter()
+    with gate.background():
+        merged = merge_streams(partials, params(3, "backward"))
+    assert gate.pauses >= 3  # before the sort, before and after the take
+    small_query.leave()
+    assert flat(merged) == flat(merge_streams(partials, params(3, "backward")))
