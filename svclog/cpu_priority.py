@@ -389,6 +389,11 @@ class ForegroundGate:
             self._in_flight += 1
         return ForegroundWork(self)
 
+    @property
+    def in_flight(self) -> int:
+        """Foreground work entered and not left yet."""
+        return self._in_flight
+
     def _left(self) -> None:
         with self._changed:
             self._in_flight -= 1

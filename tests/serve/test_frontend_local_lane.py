@@ -9,6 +9,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from svclog.config import load_config
+from svclog.cpu_priority import ForegroundGate
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.local_lane import LocalLane
 from svclog.logql.engine.memory_source import MemorySource
@@ -63,6 +64,7 @@ class _Frontend(HostedFrontend):
         self.cfg = load_config(None, list(flags))
         self._in_flight = 0
         self._tenants_busy = collections.Counter()
+        self.foreground = ForegroundGate()
         self._max_queriers = lambda tenant, total: 0
         self.reader = reader
         self._reads = ThreadPoolExecutor(4)
@@ -70,8 +72,10 @@ class _Frontend(HostedFrontend):
         self.frontend = QueryFrontend(FrontendSettings())
         self.sent = 0
         self.told: set[int | None] = set()
+        self.foreground_while_sent: set[int] = set()
 
     async def _run(self, tenants, actor_path, items, limits):
+        self.foreground_while_sent.add(self.foreground.in_flight)
         self.sent += len(items)
         self.told.update(sub.params.read_bytes for _, sub in items)
         return [PartialResult(evaluate_subquery(sub, SOURCE), SourceStats()) for _, sub in items]
@@ -150,3 +154,15 @@ def test_a_client_going_away_stops_the_local_run_and_frees_its_seat() -> None:
     asyncio.run(leave_early())
     assert frontend.reader.stopped.wait(5), "the local run did not see its cancellation"
     assert frontend.lane.seated() == 0
+
+
+def test_a_query_is_foreground_until_its_facts_show_it_large() -> None:
+    """A large query leaves the gateway's foreground before its sub-queries go out (its merge then
+    gives way to small queries at the GIL); a small one stays in it until answered."""
+    large = _Frontend(_Reader(read_bytes=50_000_000, probed_bytes=45_000_000))
+    _ask(large, QUERIES[0])
+    assert large.sent >= 2 and large.foreground_while_sent == {0}
+    small = _Frontend(_Reader(read_bytes=10), "-limits.local-query-max-bytes=0")
+    _ask(small, QUERIES[0])
+    assert small.sent >= 1 and small.foreground_while_sent == {1}
+    assert large.foreground.in_flight == 0 and small.foreground.in_flight == 0
