@@ -7,6 +7,7 @@ import collections
 from concurrent.futures import ThreadPoolExecutor
 
 from svclog.config import default_config
+from svclog.cpu_priority import ForegroundGate
 from svclog.frontend.frontend import FrontendSettings, QueryFrontend
 from svclog.frontend.local_lane import LocalLane
 from svclog.logql.engine.memory_source import MemorySource
@@ -43,6 +44,7 @@ class _Frontend(HostedFrontend):
         self.cfg = default_config()
         self._in_flight = 0
         self._tenants_busy = collections.Counter()
+        self.foreground = ForegroundGate()
         self._max_queriers = lambda tenant, total: 0
         self.reader = _Reader(spans)
         self._reads = ThreadPoolExecutor(2)
