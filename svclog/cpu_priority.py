@@ -425,11 +425,11 @@ class ForegroundWork:
 
     def __init__(self, gate: ForegroundGate):
         self._gate = gate
-        self._left = False
+        self._ended = False
 
     def leave(self) -> None:
-        if not self._left:
-            self._left = True
+        if not self._ended:
+            self._ended = True
             self._gate._left()
 
 
