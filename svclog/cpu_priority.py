@@ -25,6 +25,7 @@ check.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 import os
@@ -375,13 +376,18 @@ class ForegroundGate:
     query's planning read and select). Work that may be large registers as foreground until it is
     known to be large (`enter`, then `leave`); work known to be large runs `background()` and calls
     `give_way()` between its steps, which waits while foreground work is in flight, at most
-    `max_pause_s` each time."""
+    `max_pause_s` each time. On the event loop, `pause_async()` does the same for a large query's
+    fetches of its partial answers (Ray deserialises them holding the GIL) and between the pieces
+    of its body: with those too, a light query's p99 under the heavy loop fell by a median 0.75x
+    (six alternating pairs on one server, session 37)."""
 
     def __init__(self, max_pause_s: float = FOREGROUND_PAUSE_S):
         self.max_pause_s = max_pause_s
         self._changed = threading.Condition()
         self._in_flight = 0
         self.pauses = 0  # checkpoints that found foreground work in flight
+        # event-loop checkpoints waiting for the foreground to end: (their loop, their future)
+        self._loop_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
 
     def enter(self) -> ForegroundWork:
         """Foreground work begins; it ends with the answer's `leave()`."""
@@ -399,6 +405,11 @@ class ForegroundGate:
             self._in_flight -= 1
             if not self._in_flight:
                 self._changed.notify_all()
+                waiters, self._loop_waiters = self._loop_waiters, []
+            else:
+                waiters = []
+        for loop, waiter in waiters:
+            loop.call_soon_threadsafe(_wake, waiter)
 
     def pause(self) -> None:
         """Wait while foreground work is in flight, at most `max_pause_s`."""
@@ -408,6 +419,28 @@ class ForegroundGate:
             if self._in_flight:
                 self.pauses += 1
                 self._changed.wait_for(lambda: not self._in_flight, self.max_pause_s)
+
+    async def pause_async(self) -> None:
+        """`pause` for large work on an event loop (fetching a large query's partial answers,
+        sending its body): the loop serves everything else meanwhile, this coroutine alone waits."""
+        if not self._in_flight:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        with self._changed:
+            if not self._in_flight:
+                return
+            self.pauses += 1
+            self._loop_waiters.append((loop, waiter))
+        try:
+            async with asyncio.timeout(self.max_pause_s):
+                await waiter
+        except TimeoutError:
+            pass
+        finally:
+            with self._changed:
+                if (loop, waiter) in self._loop_waiters:
+                    self._loop_waiters.remove((loop, waiter))
 
     @contextmanager
     def background(self) -> Iterator[None]:
@@ -431,6 +464,11 @@ class ForegroundWork:
         if not self._ended:
             self._ended = True
             self._gate._left()
+
+
+def _wake(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 _BACKGROUND = threading.local()

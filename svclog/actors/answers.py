@@ -46,9 +46,14 @@ def _surely_large(answer: Any) -> bool:
     return sum(s.lines.nbytes for s in streams) > INLINE_ANSWER_BYTES
 
 
+def inline_answer(box: list) -> bool:
+    """Whether the answer rides in the box itself (no object store fetch)."""
+    return isinstance(box[0], bytes)
+
+
 async def unpack_answer(box: list, fetch: Callable[[Any], Awaitable[Any]]) -> Any:
     """The answer in a box from `pack_answer`, fetching a referenced one with `fetch`."""
     data = box[0]
-    if isinstance(data, bytes):
+    if inline_answer(box):
         return pickle.loads(data)
     return await fetch(data)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ray.exceptions import ObjectLostError
 
-from svclog.actors.answers import unpack_answer
+from svclog.actors.answers import inline_answer, unpack_answer
 from svclog.actors.calls import (
     CALL_TIMEOUT_S,
     QUERY_TIMEOUT_S,
@@ -191,8 +191,11 @@ class SchedulerClient:
     async def enqueue(self, key: str, actor_path: tuple, items: list, deadline: float | None) -> list[int]:
         return list(await acall(self._scheduler().enqueue, key, actor_path, items, deadline, timeout=CALL_TIMEOUT_S))
 
-    async def result(self, ticket: int | None, wait: float) -> Any:
-        """The sub-query's answer, waiting up to `wait` seconds for it."""
+    async def result(
+        self, ticket: int | None, wait: float, before_fetch: Callable[[], Awaitable[None]] | None = None
+    ) -> Any:
+        """The sub-query's answer, waiting up to `wait` seconds for it; `before_fetch()` is awaited
+        before a large answer (one in the object store) is fetched and deserialised here."""
         if ticket is None:
             raise AnswerLost("no ticket")
         try:
@@ -201,6 +204,8 @@ class SchedulerClient:
             raise AnswerLost(str(err)) from None
         # a large answer is an object its querier owns: fetched here, so one lost with a querier
         # that died right after answering is queued again (small ones come inline: answers.py)
+        if before_fetch is not None and not inline_answer(box):
+            await before_fetch()
         try:
             return await unpack_answer(box, awaitable)
         except ObjectLostError as err:  # OwnerDiedError included

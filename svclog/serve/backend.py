@@ -57,6 +57,10 @@ class Backend(Protocol):
 
     async def ingester_stats(self) -> list[dict]: ...
 
+    async def give_way(self) -> None:
+        """Wait while small queries are in flight, briefly (a large answer's body, between pieces)."""
+        ...
+
 
 def _raise_if_error(reply: Any) -> Any:
     if isinstance(reply, ErrorReply):
@@ -78,6 +82,10 @@ class ServeBackend:
 
     async def query(self, tenants: list[str], request: RangeRequest, actor_path: Sequence[str] = ()) -> dict:
         return _raise_if_error(await self.frontend.query(tenants, request, actor_path))
+
+    async def give_way(self) -> None:
+        if self.frontend is not None:
+            await self.frontend.foreground.pause_async()
 
     async def series(self, tenants: list[str], selectors: list[str], start: int, end: int) -> list[dict]:
         return _raise_if_error(await self.frontend.metadata("series", tenants, selectors, start, end))

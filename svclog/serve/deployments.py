@@ -191,10 +191,13 @@ class HostedFrontend:
             smallest_positive(lim.max_query_memory_bytes for lim in per_tenant),
         )
 
-    async def _run(self, tenants, actor_path, items, limits: QueryLimits) -> list:
+    async def _run(self, tenants, actor_path, items, limits: QueryLimits, large: bool = False) -> list:
         """Every sub-query's answer, waiting until the query's deadline and no longer. A sub-query
         is queued again only when the scheduler lost it (restart); one lost with its querier is
-        re-queued by the scheduler itself, and a slow one is never duplicated."""
+        re-queued by the scheduler itself, and a slow one is never duplicated. A `large` query's
+        large answers wait for small queries in flight before they are fetched (deserialising
+        them holds this process's GIL)."""
+        before_fetch = self.foreground.pause_async if large else None
         key = "|".join(tenants)
         deadline = limits.deadline if limits.deadline is not None else time.time() + 365 * 86400.0
         outage: dict = {}  # "since": when calls to the scheduler began to fail
@@ -219,7 +222,7 @@ class HostedFrontend:
                 ticket = live[i]
                 assert ticket is not None  # set again (re-queued) before the loop comes back
                 try:
-                    return await self.scheduler.result(ticket, wait)
+                    return await self.scheduler.result(ticket, wait, before_fetch)
                 except AnswerLost:  # its scheduler restarted, or its querier died after answering
                     live[i] = None
                 except ActorUnavailable:
@@ -389,7 +392,8 @@ class HostedFrontend:
         has a seat for its tenants (svclog/frontend/local_lane.py), else from the queriers."""
         key = "|".join(tenants)
         if not self.lane.take(key, read_bytes, self._local_max_bytes(tenants)):
-            return await self._run(tenants, actor_path, [(tenants, sub) for sub in subs], limits)
+            items = [(tenants, sub) for sub in subs]
+            return await self._run(tenants, actor_path, items, limits, large=reads_much(read_bytes))
         telemetry.LOCAL_QUERIES.inc()
         try:
             return await self._read_here(

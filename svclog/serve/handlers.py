@@ -112,7 +112,8 @@ class QueryHandlers:
             log_query(tenants, req, 200, seconds, data, tags)
             if parquet:
                 return Response(to_parquet(data), media_type="application/vnd.apache.parquet")
-            return _json({"status": "success", "data": with_encoding_flags(data, req.encoding_flags)})
+            body = {"status": "success", "data": with_encoding_flags(data, req.encoding_flags)}
+            return json_body.response(body, give_way=self.backend.give_way)
         except SvcError as err:
             status, seconds = int(getattr(err, "status", 400)), time.perf_counter() - began
             telemetry.record_query(endpoint, status, seconds)

@@ -13,7 +13,7 @@ event loop free between pieces; the bytes are the same as one call's.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import orjson
@@ -38,17 +38,20 @@ def _encoded(value: Any) -> orjson.Fragment:
     raise TypeError(f"not JSON serializable: {type(value).__name__}")
 
 
-def response(data: Any, status: int = 200) -> Response:
-    """`data` as a JSON response: in one piece when light, else streamed in pieces."""
+def response(data: Any, status: int = 200, give_way: Callable[[], Awaitable[None]] | None = None) -> Response:
+    """`data` as a JSON response: in one piece when light, else streamed in pieces, calling
+    `give_way()` between two (a large answer's sending waits for small queries in flight)."""
     if not heavier_than(data, STREAM_ABOVE):
         return Response(dumps(data), status_code=status, media_type=MEDIA_TYPE)
-    return StreamingResponse(_streamed(data), status_code=status, media_type=MEDIA_TYPE)
+    return StreamingResponse(_streamed(data, give_way), status_code=status, media_type=MEDIA_TYPE)
 
 
-async def _streamed(data: Any) -> AsyncIterator[bytes]:
+async def _streamed(data: Any, give_way: Callable[[], Awaitable[None]] | None) -> AsyncIterator[bytes]:
     for piece in pieces(data):
         yield piece
         await asyncio.sleep(0)  # the loop's other requests go between two pieces
+        if give_way is not None:
+            await give_way()
 
 
 def heavier_than(data: Any, limit: int) -> bool:

@@ -174,6 +174,9 @@ class InProcessBackend:
     async def ingester_stats(self) -> list[dict]:
         return []
 
+    async def give_way(self) -> None:
+        return None
+
 
 def harness_config(root: str, *flags: str) -> Config:
     return load_config(

@@ -73,9 +73,11 @@ class _Frontend(HostedFrontend):
         self.sent = 0
         self.told: set[int | None] = set()
         self.foreground_while_sent: set[int] = set()
+        self.sent_large: set[bool] = set()  # whether the queriers' answers were to give way before their fetch
 
-    async def _run(self, tenants, actor_path, items, limits):
+    async def _run(self, tenants, actor_path, items, limits, large=False):
         self.foreground_while_sent.add(self.foreground.in_flight)
+        self.sent_large.add(large)
         self.sent += len(items)
         self.told.update(sub.params.read_bytes for _, sub in items)
         return [PartialResult(evaluate_subquery(sub, SOURCE), SourceStats()) for _, sub in items]
@@ -165,4 +167,6 @@ def test_a_query_is_foreground_until_its_facts_show_it_large() -> None:
     small = _Frontend(_Reader(read_bytes=10), "-limits.local-query-max-bytes=0")
     _ask(small, QUERIES[0])
     assert small.sent >= 1 and small.foreground_while_sent == {1}
+    # and a large query's answers are fetched only once small queries in flight are answered
+    assert large.sent_large == {True} and small.sent_large == {False}
     assert large.foreground.in_flight == 0 and small.foreground.in_flight == 0

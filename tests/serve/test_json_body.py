@@ -101,6 +101,25 @@ def test_a_heavy_answer_is_streamed_and_a_light_one_has_its_length():
     assert asyncio.run(body()) == dumps(heavy)
 
 
+def test_a_streamed_answer_gives_way_between_its_pieces_and_a_light_one_never_does():
+    light, heavy = {"data": _streams(2, 10)}, {"data": _streams(3, STREAM_ABOVE)}
+    calls = 0
+
+    async def give_way() -> None:
+        nonlocal calls
+        calls += 1
+
+    assert response(light, give_way=give_way).body == dumps(light)
+    streamed = response(heavy, give_way=give_way)
+
+    async def body() -> list[bytes]:
+        return [piece async for piece in streamed.body_iterator]  # type: ignore[misc]
+
+    parts = asyncio.run(body())
+    assert b"".join(parts) == dumps(heavy)
+    assert calls == len(parts) > 10
+
+
 def test_the_weight_stops_counting_past_its_limit():
     huge = [{"metric": {"k": str(i)}, "value": [i, "1"]} for i in range(100_000)]
     assert heavier_than(huge, 50) and not heavier_than(huge[:5], 50)

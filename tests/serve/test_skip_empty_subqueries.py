@@ -53,7 +53,7 @@ class _Frontend(HostedFrontend):
         self.source = MemorySource.from_dicts([({"app": "x"}, [(ts, f"line {ts}") for ts in STAMPS])])
         self.sent = 0
 
-    async def _run(self, tenants, actor_path, items, limits):
+    async def _run(self, tenants, actor_path, items, limits, large=False):
         self.sent += len(items)
         return [PartialResult(evaluate_subquery(sub, self.source), SourceStats()) for _, sub in items]
 
