@@ -7,24 +7,26 @@ concurrent `| json` counts) while tenant B queries every 0.1 s. A is limited to 
 two queriers (`max_queriers_per_tenant: 1`, the runtime overrides file): B's queries must keep
 answering 200, the process tree's memory must come back near its idle level, no actor may
 restart and no heavy query may answer a 500; B's p99 stays within 8x its idle p99 (or 1 s).
-The issue's target, 2x, is not met in this layout on 2 cores (session 28: 2.3-3.3x, B's p99
-30-34 ms against 9-15 ms idle; the pytest process decoding A's answers shares the cores). The
-figures are printed (docs/architecture.md, "Session 28").
+The issue's target, 2x, is not met reliably in this layout on 2 cores (session 28: 2.3-3.3x,
+B's p99 30-34 ms against 9-15 ms idle, A's client then in the test's process; A's client and the
+test share the cores). A's client runs in a process of its own (heavy_client.py). The figures
+are printed (docs/architecture.md, "Session 28" and "Session 38").
 """
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import statistics
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 import ray
 
+from tests.e2e.heavy_client import loop_heavy_rounds
 from tests.e2e.runtime_overrides import add_overrides, push_streams
 
 pytestmark = pytest.mark.ray
@@ -44,8 +46,9 @@ def _get(client: httpx.Client, svc, tenant: str, path: str, **params) -> tuple[i
     return status, text, time.perf_counter() - began
 
 
-def _tree_rss() -> int:
-    """Resident bytes of every process below this one: the Ray cluster and svclog's actors."""
+def _tree_rss(leave_out: int | None = None) -> int:
+    """Resident bytes of every process below this one: the Ray cluster and svclog's actors
+    (`leave_out`: a process not counted, with its own children: the heavy client)."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -59,6 +62,8 @@ def _tree_rss() -> int:
     total, todo = 0, list(children.get(os.getpid(), []))
     while todo:
         pid = todo.pop()
+        if pid == leave_out:
+            continue
         todo.extend(children.get(pid, []))
         try:
             with open(f"/proc/{pid}/status") as f:
@@ -108,31 +113,6 @@ def data(svc) -> tuple[int, int]:
     return start - NS, now + NS
 
 
-def _heavy_round(
-    svc, client: httpx.Client, pool: ThreadPoolExecutor, window: tuple[int, int], failures: list
-) -> list[int]:
-    """The outside tester's heavy sequence once; the HTTP statuses (server errors but the
-    timeout's 504 go to `failures` with their bodies)."""
-    start, end = (str(t) for t in window)
-    path = "/loki/api/v1/query_range"
-
-    def one(query: str, **params: str) -> int:
-        status, body, took = _get(client, svc, HEAVY, path, query=query, start=start, end=end, **params)
-        if os.environ.get("HEAVY_VERBOSE"):
-            print(f"  heavy {status} {took:.1f}s {query[:40]} {body[:300] if status != 200 else ''}")
-        if status >= 500 and status != 504 or status == 0:
-            failures.append((status, query, body[:300]))
-        return status
-
-    statuses = [
-        one('quantile_over_time(0.99, {env=~".+"} | logfmt | unwrap bytes [1h]) by (trace_id)', step="60"),
-        one('count_over_time({env=~".+"}[1m])', step="5"),
-    ]
-    statuses += pool.map(lambda _: one('{env=~".+"}', limit="100000"), range(4))
-    statuses += pool.map(lambda _: one('count_over_time({env=~".+"} | json | __error__="" [1m])', step="60"), range(4))
-    return statuses
-
-
 def _light(svc, client: httpx.Client) -> tuple[int, str, float]:
     """B's small query: its last 15 minutes, ending now (not a cached answer)."""
     now = time.time_ns()
@@ -175,33 +155,34 @@ def test_a_heavy_tenant_leaves_another_tenants_queries_their_normal_time(svc, da
     idle, idle_errors = _light_for(svc, 8)
     rss_before = _tree_rss()
 
+    # A's client in a process of its own (tests/e2e/heavy_client.py), spawned: this process runs
+    # Ray's driver threads, which a forked child would inherit half-way
+    spawn = multiprocessing.get_context("spawn")
+    started, stop_heavy, heavy_results = spawn.Event(), spawn.Event(), spawn.Queue()
+    heavy = spawn.Process(target=loop_heavy_rounds, args=(svc.url, HEAVY, data, started, stop_heavy, heavy_results))
+    heavy.start()
     stop = threading.Event()
-    statuses: list[int] = []
-    failures: list[tuple[int, str, str]] = []
-    rounds = [0]
-
-    def heavy_loop() -> None:
-        with httpx.Client() as client, ThreadPoolExecutor(4) as pool:
-            while not stop.is_set():
-                statuses.extend(_heavy_round(svc, client, pool, data, failures))
-                rounds[0] += 1
-
     peak = [rss_before]
 
     def sample_memory() -> None:
         while not stop.is_set():
-            peak[0] = max(peak[0], _tree_rss())
+            peak[0] = max(peak[0], _tree_rss(leave_out=heavy.pid))
             time.sleep(0.25)
 
-    threads = [threading.Thread(target=heavy_loop, daemon=True), threading.Thread(target=sample_memory, daemon=True)]
-    for t in threads:
-        t.start()
+    sampler = threading.Thread(target=sample_memory, daemon=True)
+    sampler.start()
+    assert started.wait(60), "the heavy client's process did not start"
     time.sleep(1.0)  # the heavy sequence is under way
     during, during_errors = _light_for(svc, 20)
+    stop_heavy.set()
     stop.set()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "the heavy sequence did not end"
+    try:
+        statuses, failures, rounds = heavy_results.get(timeout=180)
+    finally:
+        heavy.join(timeout=30)
+        if heavy.is_alive():
+            heavy.kill()
+    sampler.join(timeout=30)
 
     began = time.time()
     while _in_flight(svc) and time.time() < began + 30:
@@ -221,7 +202,7 @@ def test_a_heavy_tenant_leaves_another_tenants_queries_their_normal_time(svc, da
         "\nlight p50/p99 ms (n): "
         + ", ".join(f"{phase} {p50:.0f}/{p99:.0f} ({n})" for phase, (p50, p99, n) in figures.items())
         + f"\ntree RSS MiB: before {rss_before / MIB:.0f}, peak {peak[0] / MIB:.0f}, after {rss_after / MIB:.0f}"
-        + f"\nheavy: {rounds[0]} rounds, statuses {dict(sorted(_count(statuses).items()))}"
+        + f"\nheavy: {rounds} rounds, statuses {dict(sorted(_count(statuses).items()))}"
     )
     assert not idle_errors and not during_errors and not after_errors, (idle_errors, during_errors, after_errors)
     assert statuses and not failures, failures  # limits answer 4xx, never 500
